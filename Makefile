@@ -1,0 +1,62 @@
+# task-operator. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+LOCALBIN := $(CURDIR)/bin
+CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+
+# What controller-gen writes: the CRD, the manager's RBAC role and deepcopy.
+CRD_DIR  := config/crd/bases
+RBAC_DIR := config/rbac
+GEN_CRD   = crd output:crd:artifacts:config=$(1)
+GEN_RBAC  = rbac:roleName=task-operator-manager output:rbac:artifacts:config=$(1)
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go markers.
+	$(CONTROLLER_GEN) $(call GEN_CRD,$(CRD_DIR)) $(call GEN_RBAC,$(RBAC_DIR)) paths="./..."
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: verify-generated
+verify-generated: $(CONTROLLER_GEN) ## Fail when committed generated files are stale.
+	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-generated.sh
+
+.PHONY: fmt
+fmt: ## Run gofmt.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet and check formatting.
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	go vet ./...
+
+.PHONY: envtest-assets
+envtest-assets: ## Build (or reuse) etcd and kube-apiserver for the integration tests.
+	@hack/k8s-binaries.sh etcd kube-apiserver >/dev/null
+
+.PHONY: test
+test: vet verify-generated ## Run unit and integration tests (builds the API server on first use).
+	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./... -count=1
+
+.PHONY: build
+build: ## Build the manager and the task runner into bin/.
+	CGO_ENABLED=0 go build -o $(LOCALBIN)/manager ./cmd/manager
+	CGO_ENABLED=0 go build -o $(LOCALBIN)/task-runner ./cmd/task-runner
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(LOCALBIN)/.cg
+	GOBIN=$(LOCALBIN)/.cg go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/.cg/controller-gen $@ && rmdir $(LOCALBIN)/.cg
+
+.PHONY: clean
+clean: ## Remove built binaries (keeps the cached Kubernetes binaries in bin/k8s).
+	rm -f $(LOCALBIN)/manager $(LOCALBIN)/task-runner

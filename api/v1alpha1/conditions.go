@@ -1,0 +1,78 @@
+package v1alpha1
+
+// Condition types of a Task. Ready and Failed are the ones users wait on;
+// Reconciling and Stalled follow the kstatus convention so health tools
+// (Flux, kpt, cli-utils) read Tasks right.
+const (
+	ConditionReady       = "Ready"
+	ConditionFailed      = "Failed"
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
+)
+
+// Reason is a stable, CamelCase condition or event reason.
+type Reason string
+
+// Condition reasons. The final failure reasons (RetriesExhausted,
+// NotRetryable, InvalidSpec, InvalidSchedule) are part of the contract.
+const (
+	// ReasonRunning: a run is in progress (Pending, Running or Retrying).
+	ReasonRunning Reason = "Running"
+	// ReasonPending: the run has no Job yet.
+	ReasonPending Reason = "Pending"
+	// ReasonRetrying: the last attempt failed and the next waits out its backoff.
+	ReasonRetrying Reason = "Retrying"
+	// ReasonSucceeded: the (last finished) run succeeded.
+	ReasonSucceeded Reason = "Succeeded"
+	// ReasonScheduled: a cron Task with no finished run yet.
+	ReasonScheduled Reason = "Scheduled"
+	// ReasonLastRunFailed: the last finished run of a cron Task failed for good.
+	ReasonLastRunFailed Reason = "LastRunFailed"
+	// ReasonSuspended: spec.suspend is true.
+	ReasonSuspended Reason = "Suspended"
+
+	ReasonRetriesExhausted Reason = "RetriesExhausted"
+	ReasonNotRetryable     Reason = "NotRetryable"
+	ReasonInvalidSpec      Reason = "InvalidSpec"
+	ReasonInvalidSchedule  Reason = "InvalidSchedule"
+
+	// ReasonNotFailed is the reason of Failed=False and Stalled=False.
+	ReasonNotFailed Reason = "NotFailed"
+	// ReasonIdle is the reason of Reconciling=False.
+	ReasonIdle Reason = "Idle"
+)
+
+// Reasons an attempt ends in failure. They appear in lastError, in history
+// messages and in the RetriesExhausted message.
+const (
+	// AttemptPodFailed: a pod exited non-zero (or was otherwise failed).
+	AttemptPodFailed Reason = "PodFailed"
+	// AttemptDeadlineExceeded: activeDeadlineSeconds elapsed.
+	AttemptDeadlineExceeded Reason = "DeadlineExceeded"
+	// AttemptStartTimeout: a pod could not start within startTimeoutSeconds.
+	AttemptStartTimeout Reason = "StartTimeout"
+	// AttemptNotRetryable: the http runner exited 2 (bad request definition).
+	AttemptNotRetryable Reason = "NotRetryable"
+	// AttemptReplaced: stopped because a newer run replaced it (Replace policy).
+	AttemptReplaced Reason = "Replaced"
+	// AttemptJobFailed: the Job failed for a reason the operator does not know.
+	AttemptJobFailed Reason = "JobFailed"
+)
+
+// Event reasons: one per decision the operator takes.
+const (
+	EventAttemptCreated  Reason = "AttemptCreated"
+	EventAttemptFailed   Reason = "AttemptFailed"
+	EventAttemptStopped  Reason = "AttemptStopped"
+	EventRetryScheduled  Reason = "RetryScheduled"
+	EventRunSucceeded    Reason = "RunSucceeded"
+	EventRunFailed       Reason = "RunFailed"
+	EventRunNowAccepted  Reason = "RunNowAccepted"
+	EventInvalidSpec     Reason = "InvalidSpec"
+	EventInvalidSchedule Reason = "InvalidSchedule"
+	EventMissedSchedules Reason = "MissedSchedules"
+	EventSlotSkipped     Reason = "SlotSkipped"
+	EventJobsDeleted     Reason = "JobsDeleted"
+	EventTaskExpired     Reason = "TaskExpired"
+	EventCleanupFailed   Reason = "CleanupFailed"
+)

@@ -1,0 +1,34 @@
+package v1alpha1
+
+// Names fixed by the contract: labels, annotations and the finalizer the
+// operator puts on Tasks and their child Jobs.
+const (
+	// Finalizer guards a Task until its Jobs are stopped.
+	Finalizer = "batch.taskops.io/cleanup"
+
+	// LabelTask names the Task that owns a Job (and the Job's pods).
+	LabelTask = "batch.taskops.io/task"
+	// LabelRun holds the run id of a Job: "0", "s<unix seconds>" or "m<hash>".
+	LabelRun = "batch.taskops.io/run"
+	// LabelAttempt holds the attempt number (1-based) of a Job within its run.
+	LabelAttempt = "batch.taskops.io/attempt"
+	// LabelManagedBy marks every object the operator creates.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "task-operator"
+
+	// AnnotationRunNow starts one run for each new value a user sets.
+	AnnotationRunNow = "batch.taskops.io/run-now"
+
+	// AnnotationStopReason and AnnotationStopTime record why and when the
+	// operator stopped (suspended) an attempt's Job.
+	AnnotationStopReason = "batch.taskops.io/stop-reason"
+	AnnotationStopTime   = "batch.taskops.io/stop-time"
+	// AnnotationStopMessage carries a human-readable detail of the stop.
+	AnnotationStopMessage = "batch.taskops.io/stop-message"
+
+	// AnnotationScheduledTime records the slot a scheduled run's Job was made for.
+	AnnotationScheduledTime = "batch.taskops.io/scheduled-time"
+	// AnnotationGeneration records the Task generation a Job was built from.
+	AnnotationGeneration = "batch.taskops.io/generation"
+)

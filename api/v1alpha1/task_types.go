@@ -1,0 +1,570 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TaskType says what a Task runs.
+// +kubebuilder:validation:Enum=shell;http
+type TaskType string
+
+const (
+	// TaskTypeShell runs spec.shell as `/bin/sh -c "<shell>"`.
+	TaskTypeShell TaskType = "shell"
+	// TaskTypeHTTP makes the HTTP request in spec.url / spec.http with the runner.
+	TaskTypeHTTP TaskType = "http"
+)
+
+// ConcurrencyPolicy says what happens when a run is due while another is active.
+// +kubebuilder:validation:Enum=Forbid;Allow;Replace
+type ConcurrencyPolicy string
+
+const (
+	// ForbidConcurrent: the new run waits (run-now) or is skipped (a cron slot).
+	ForbidConcurrent ConcurrencyPolicy = "Forbid"
+	// AllowConcurrent: runs may overlap.
+	AllowConcurrent ConcurrencyPolicy = "Allow"
+	// ReplaceConcurrent: the active run is stopped and the new one starts.
+	ReplaceConcurrent ConcurrencyPolicy = "Replace"
+)
+
+// TaskSpec is what a Task runs, how wide, how stubbornly and when.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'shell' || has(self.shell)",message="spec.shell is required when type is shell"
+// +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.shell)",message="spec.shell is only allowed when type is shell"
+// +kubebuilder:validation:XValidation:rule="self.type != 'http' || has(self.url)",message="spec.url is required when type is http"
+// +kubebuilder:validation:XValidation:rule="self.type == 'http' || !has(self.url)",message="spec.url is only allowed when type is http"
+// +kubebuilder:validation:XValidation:rule="self.type == 'http' || !has(self.http)",message="spec.http is only allowed when type is http"
+// +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.image)",message="spec.image is only allowed when type is shell: http Tasks always run the runner image"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(oldSelf.schedule)",message="spec.schedule cannot be added or removed after creation: a Task is one-shot or scheduled for life"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.timeZone)",message="spec.timeZone is only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
+type TaskSpec struct {
+	// Type of work: `shell` runs spec.shell in spec.image; `http` makes the
+	// request described by spec.url and spec.http. Immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.type is immutable"
+	Type TaskType `json:"type"`
+
+	// Shell is the script run as `/bin/sh -c "<shell>"`. Required when type is
+	// shell, forbidden otherwise.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32768
+	Shell string `json:"shell,omitempty"`
+
+	// URL is the absolute http:// or https:// URL an http Task calls. Required
+	// when type is http, forbidden otherwise.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="spec.url must be an absolute http:// or https:// URL with a host"
+	URL string `json:"url,omitempty"`
+
+	// HTTP describes the request of an http Task beyond its URL.
+	// +optional
+	HTTP *HTTPSpec `json:"http,omitempty"`
+
+	// Replicas is the number of pods run in parallel in one attempt; the
+	// attempt succeeds only if all of them succeed.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// MaxRetry is the number of retries after a failed attempt: a run has at
+	// most maxRetry+1 attempts.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	MaxRetry int32 `json:"maxRetry,omitempty"`
+
+	// Backoff is the delay between a failed attempt and the next:
+	// min(initialSeconds * factor^(n-1), maxSeconds) before attempt n+1.
+	// +optional
+	// +kubebuilder:default={}
+	Backoff *Backoff `json:"backoff,omitempty"`
+
+	// ActiveDeadlineSeconds bounds each attempt (the Job's
+	// activeDeadlineSeconds); an attempt past it fails with DeadlineExceeded.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=31536000
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// StartTimeoutSeconds: an attempt whose pod is neither running nor
+	// finished this long after it was created (image pull failure, missing
+	// Secret or ConfigMap, unschedulable) is stopped and fails with
+	// StartTimeout instead of hanging.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=86400
+	StartTimeoutSeconds *int32 `json:"startTimeoutSeconds,omitempty"`
+
+	// Schedule makes the Task a cron Task: 5 cron fields, an `@hourly`-style
+	// descriptor, or `@every <duration>`. Use timeZone instead of CRON_TZ= or
+	// TZ= prefixes. Whether a Task has a schedule is fixed at creation.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('CRON_TZ=') && !self.startsWith('TZ=')",message="spec.schedule cannot carry a CRON_TZ= or TZ= prefix: set spec.timeZone instead"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@[a-z]+|@every [0-9a-zµ.]+|[^ ]+( +[^ ]+){4})$')",message="spec.schedule must be 5 space-separated cron fields, an @hourly-style descriptor or '@every <duration>'"
+	Schedule *string `json:"schedule,omitempty"`
+
+	// TimeZone is the IANA time zone of schedule (for example Europe/Berlin).
+	// Empty means UTC.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_+\-/]+$`
+	TimeZone *string `json:"timeZone,omitempty"`
+
+	// ConcurrencyPolicy says what happens when a run is due (a cron slot or a
+	// run-now token) while another run is active; a run waiting out backoff
+	// counts as active. Forbid: a run-now run waits for the active run to
+	// end and a cron slot is skipped; Allow: runs overlap; Replace: the
+	// active run is stopped.
+	// +optional
+	// +kubebuilder:default=Forbid
+	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
+
+	// StartingDeadlineSeconds: a slot whose run cannot start this long after
+	// the slot is skipped and counted as missed. Unset means no deadline.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
+
+	// Suspend pauses the Task: no scheduled run starts and a run waiting out
+	// backoff does not start its next attempt; an active Job is left to
+	// finish. A run started by run-now runs even while suspended.
+	// +optional
+	// +kubebuilder:default=false
+	Suspend *bool `json:"suspend,omitempty"`
+
+	// SuccessfulRunsHistoryLimit is how many succeeded runs keep their Jobs.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	SuccessfulRunsHistoryLimit *int32 `json:"successfulRunsHistoryLimit,omitempty"`
+
+	// FailedRunsHistoryLimit is how many failed runs keep their Jobs.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	FailedRunsHistoryLimit *int32 `json:"failedRunsHistoryLimit,omitempty"`
+
+	// TTLSecondsAfterFinished deletes a finished one-shot Task this long
+	// after it finished. Unset keeps it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31536000
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// Image runs a shell Task; it needs /bin/sh. Default: the operator's
+	// --shell-image flag. Only for shell Tasks.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Image string `json:"image,omitempty"`
+
+	// Env is passed to the Task's container. Names starting with TASK_HTTP_
+	// are reserved for the http runner.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !e.name.startsWith('TASK_HTTP_'))",message="spec.env cannot set names starting with TASK_HTTP_: they are reserved for the http runner"
+	Env []EnvVar `json:"env,omitempty"`
+
+	// Resources of the Task's container.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
+
+	// ServiceAccountName runs the pods as this ServiceAccount; its token is
+	// mounted only when this is set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// PodMetadata adds labels and annotations to the pods.
+	// +optional
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+}
+
+// Backoff is the exponential delay between attempts.
+// +kubebuilder:validation:XValidation:rule="self.maxSeconds >= self.initialSeconds",message="spec.backoff.maxSeconds must be greater than or equal to spec.backoff.initialSeconds"
+type Backoff struct {
+	// InitialSeconds is the delay before the second attempt.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	InitialSeconds int32 `json:"initialSeconds"`
+
+	// MaxSeconds caps the delay.
+	// +optional
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	MaxSeconds int32 `json:"maxSeconds"`
+
+	// Factor multiplies the delay after each failed attempt.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	Factor int32 `json:"factor"`
+}
+
+// HTTPMethod is the method of an http Task's request.
+// +kubebuilder:validation:Enum=GET;HEAD;POST;PUT;PATCH;DELETE;OPTIONS
+type HTTPMethod string
+
+// HTTPSpec is the request of an http Task beyond its URL.
+type HTTPSpec struct {
+	// Method of the request.
+	// +optional
+	// +kubebuilder:default=GET
+	Method HTTPMethod `json:"method,omitempty"`
+
+	// Headers sent with the request, in order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Headers []HTTPHeader `json:"headers,omitempty"`
+
+	// Body of the request.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Body string `json:"body,omitempty"`
+
+	// SuccessCodes are the status codes that count as success. Empty means
+	// any 2xx.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Minimum=100
+	// +kubebuilder:validation:items:Maximum=599
+	SuccessCodes []int32 `json:"successCodes,omitempty"`
+
+	// TimeoutSeconds bounds the whole request, redirects and body included.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+}
+
+// HTTPHeader is one request header: a literal value or one taken from a
+// Secret by the kubelet (the operator never reads Secret values).
+// +kubebuilder:validation:XValidation:rule="has(self.value) != has(self.valueFrom)",message="a header needs exactly one of value or valueFrom"
+type HTTPHeader struct {
+	// Name of the header.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[!#$%&'*+.^_|~0-9A-Za-z-]+$`
+	Name string `json:"name"`
+
+	// Value is a literal header value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Value *string `json:"value,omitempty"`
+
+	// ValueFrom takes the value from a Secret key.
+	// +optional
+	ValueFrom *HeaderValueSource `json:"valueFrom,omitempty"`
+}
+
+// HeaderValueSource is where a header's value comes from.
+type HeaderValueSource struct {
+	// SecretKeyRef selects a key of a Secret in the Task's namespace.
+	// +required
+	SecretKeyRef KeySelector `json:"secretKeyRef"`
+}
+
+// KeySelector selects a key of a Secret or ConfigMap in the Task's namespace.
+type KeySelector struct {
+	// Name of the Secret or ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key within it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+
+	// Optional: when true, a missing Secret or key does not keep the pod
+	// from starting.
+	// +optional
+	Optional *bool `json:"optional,omitempty"`
+}
+
+// EnvVar is an environment variable of the Task's container.
+// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.valueFrom))",message="an env entry takes value or valueFrom, not both"
+type EnvVar struct {
+	// Name of the variable.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	Name string `json:"name"`
+
+	// Value is a literal value.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Value *string `json:"value,omitempty"`
+
+	// ValueFrom takes the value from a Secret, a ConfigMap or the pod.
+	// +optional
+	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
+}
+
+// EnvVarSource is where an env value comes from; exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.secretKeyRef) ? 1 : 0) + (has(self.configMapKeyRef) ? 1 : 0) + (has(self.fieldRef) ? 1 : 0) == 1",message="valueFrom needs exactly one of secretKeyRef, configMapKeyRef or fieldRef"
+type EnvVarSource struct {
+	// SecretKeyRef selects a key of a Secret.
+	// +optional
+	SecretKeyRef *KeySelector `json:"secretKeyRef,omitempty"`
+	// ConfigMapKeyRef selects a key of a ConfigMap.
+	// +optional
+	ConfigMapKeyRef *KeySelector `json:"configMapKeyRef,omitempty"`
+	// FieldRef selects a field of the pod, as in a pod's env (for example
+	// metadata.name or metadata.annotations['x']).
+	// +optional
+	FieldRef *FieldSelector `json:"fieldRef,omitempty"`
+}
+
+// FieldSelector selects a field of the pod.
+type FieldSelector struct {
+	// FieldPath is the path of the field, e.g. metadata.name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	FieldPath string `json:"fieldPath"`
+}
+
+// Resources are the compute resources of the Task's container.
+type Resources struct {
+	// Limits, e.g. {cpu: 500m, memory: 128Mi}.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// Requests, e.g. {cpu: 100m, memory: 64Mi}.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// PodMetadata is added to the pods' metadata. Keys the operator and the Job
+// controller own are refused.
+type PodMetadata struct {
+	// Labels added to the pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.labels cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations added to the pods.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.annotations cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// TaskPhase is a one-word summary of a Task's state.
+// +kubebuilder:validation:Enum=Pending;Running;Retrying;Succeeded;Failed;Scheduled;Suspended
+type TaskPhase string
+
+const (
+	PhasePending   TaskPhase = "Pending"
+	PhaseRunning   TaskPhase = "Running"
+	PhaseRetrying  TaskPhase = "Retrying"
+	PhaseSucceeded TaskPhase = "Succeeded"
+	PhaseFailed    TaskPhase = "Failed"
+	PhaseScheduled TaskPhase = "Scheduled"
+	PhaseSuspended TaskPhase = "Suspended"
+)
+
+// RunResult is how a run ended.
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed;Stopped
+type RunResult string
+
+const (
+	// RunResultRunning: the run has not finished (it may be waiting out backoff).
+	RunResultRunning RunResult = "Running"
+	// RunResultSucceeded: an attempt succeeded.
+	RunResultSucceeded RunResult = "Succeeded"
+	// RunResultFailed: the run failed for good.
+	RunResultFailed RunResult = "Failed"
+	// RunResultStopped: the run was stopped (replaced) before it finished.
+	RunResultStopped RunResult = "Stopped"
+)
+
+// TaskStatus is what the operator observed of a Task's runs.
+type TaskStatus struct {
+	// Phase summarises the Task.
+	// +optional
+	Phase TaskPhase `json:"phase,omitempty"`
+
+	// Attempts started in the newest run (currentRun); never decreases
+	// within a run.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// RetryCount is attempts - 1, never below 0.
+	// +optional
+	RetryCount int32 `json:"retryCount,omitempty"`
+
+	// CurrentRun is the id of the newest run, in progress or last finished.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	CurrentRun string `json:"currentRun,omitempty"`
+
+	// LastJobName is the name of the newest child Job.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	LastJobName string `json:"lastJobName,omitempty"`
+
+	// Active lists the running child Jobs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Active []corev1.ObjectReference `json:"active,omitempty"`
+
+	// StartTime is when the current (or last) run started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the current (or last) run finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// NextRetryTime is when the next attempt starts, while Retrying.
+	// +optional
+	NextRetryTime *metav1.Time `json:"nextRetryTime,omitempty"`
+
+	// LastScheduleTime is the slot of the newest scheduled run.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// NextScheduleTime is the next slot of a cron Task.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// LastSuccessfulTime is when a run last succeeded.
+	// +optional
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
+	// LastRunNowToken is the sha256 (hex) of the last consumed run-now token.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastRunNowToken string `json:"lastRunNowToken,omitempty"`
+
+	// LastError is the reason of the last failed attempt plus the tail of its
+	// output.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LastError string `json:"lastError,omitempty"`
+
+	// History lists the last runs, newest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	History []RunRecord `json:"history,omitempty"`
+
+	// ObservedGeneration is the generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Failed, Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RunRecord is one run in the history.
+type RunRecord struct {
+	// RunID is the run's id: "0", "s<unix seconds>" or "m<hash>".
+	// +kubebuilder:validation:MaxLength=32
+	RunID string `json:"runID"`
+
+	// Generation of the Task the run started with.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// ScheduledTime is the slot of a scheduled run.
+	// +optional
+	ScheduledTime *metav1.Time `json:"scheduledTime,omitempty"`
+
+	// Attempts the run started.
+	Attempts int32 `json:"attempts"`
+
+	// Result of the run.
+	Result RunResult `json:"result"`
+
+	// StartTime is when the run's first attempt was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the run finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Message says how the run ended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// Task runs a shell command or an HTTP call as Kubernetes Jobs, with
+// retries, an optional cron schedule and a status CI can wait on.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tk,categories=taskops
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attempts`
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Last-Error",type=string,JSONPath=`.status.lastError`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit (no dots)"
+type Task struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec TaskSpec `json:"spec"`
+
+	// +optional
+	Status TaskStatus `json:"status,omitempty"`
+}
+
+// TaskList is a list of Tasks.
+//
+// +kubebuilder:object:root=true
+type TaskList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Task `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Task{}, &TaskList{})
+}

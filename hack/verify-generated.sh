@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Regenerates the CRD, RBAC and deepcopy code into a scratch folder and fails
+# when the committed files differ, so nothing generated is edited by hand or
+# left stale.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cg=${CONTROLLER_GEN:?set CONTROLLER_GEN to the controller-gen binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$cg" crd output:crd:artifacts:config="$tmp/crd" rbac:roleName=task-operator-manager output:rbac:artifacts:config="$tmp/rbac" paths="./..."
+"$cg" object:headerFile="hack/boilerplate.go.txt" output:object:dir="$tmp/object" paths="./api/..."
+stale=0
+diff -r "$tmp/crd" config/crd/bases || stale=1
+diff "$tmp/rbac/role.yaml" config/rbac/role.yaml || stale=1
+diff "$tmp/object/zz_generated.deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go || stale=1
+if [ $stale -ne 0 ]; then
+  echo "generated files are stale: run 'make manifests generate' and commit the result" >&2
+  exit 1
+fi
+echo "generated files are up to date"
