@@ -1,0 +1,423 @@
+package jobs
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// Options are the operator-wide defaults a Job is built with; they come from
+// manager flags.
+type Options struct {
+	// ShellImage runs shell Tasks that do not set spec.image (--shell-image).
+	ShellImage string
+	// RunnerImage runs http Tasks (--runner-image): the operator's own image,
+	// which ships /task-runner.
+	RunnerImage string
+}
+
+// ContainerName is the name of the single container of a Task's pod. The
+// podFailurePolicy exit-code rule refers to it.
+const ContainerName = "task"
+
+// DefaultRunAsID is the uid and gid pods run as. It is numeric and non-root
+// so that the Pod Security Standard "restricted" admits the pod and images
+// whose default user is root (busybox, alpine) still start.
+const DefaultRunAsID int64 = 65532
+
+const (
+	// runnerCommand and runnerHTTPArg start the http runner in the runner image.
+	runnerCommand = "/task-runner"
+	runnerHTTPArg = "http"
+
+	// runnerExitNotRetryable is the runner's exit code for "bad request
+	// definition": retrying cannot help, so the Job fails at once with reason
+	// PodFailurePolicy and the controller ends the run as NotRetryable.
+	runnerExitNotRetryable int32 = 2
+
+	defaultHTTPMethod         = "GET"
+	defaultHTTPTimeoutSeconds = 30
+)
+
+// Environment variables the http runner reads its request from.
+const (
+	EnvHTTPURL            = "TASK_HTTP_URL"
+	EnvHTTPMethod         = "TASK_HTTP_METHOD"
+	EnvHTTPBody           = "TASK_HTTP_BODY"
+	EnvHTTPSuccessCodes   = "TASK_HTTP_SUCCESS_CODES"
+	EnvHTTPTimeoutSeconds = "TASK_HTTP_TIMEOUT_SECONDS"
+	// EnvHTTPHeaderPrefix starts the per-header variables
+	// TASK_HTTP_HEADER_<i>_NAME, _VALUE and _SENSITIVE.
+	EnvHTTPHeaderPrefix = "TASK_HTTP_HEADER_"
+)
+
+// Build returns the Job of attempt `attempt` of run `runID` of the Task.
+// scheduled is the slot of a scheduled run (nil otherwise). Build is pure: it
+// reads the Task without changing it and shares no maps or slices with it.
+func Build(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, opts Options) *batchv1.Job {
+	return &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            Name(task, runID, attempt),
+			Namespace:       task.Namespace,
+			Labels:          jobLabels(task, runID, attempt),
+			Annotations:     jobAnnotations(task, scheduled),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
+		},
+		Spec: jobSpec(task, runID, attempt, opts),
+	}
+}
+
+// jobLabels are the contract's labels on every child Job and its pods: they
+// let the controller list a Task's Jobs by run and attempt without parsing
+// names.
+func jobLabels(task *v1alpha1.Task, runID string, attempt int32) map[string]string {
+	return map[string]string{
+		v1alpha1.LabelTask:      task.Name,
+		v1alpha1.LabelRun:       runID,
+		v1alpha1.LabelAttempt:   strconv.FormatInt(int64(attempt), 10),
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue,
+	}
+}
+
+// jobAnnotations record what the Job was made from, for the run history:
+// the Task generation and, for a scheduled run, its slot.
+func jobAnnotations(task *v1alpha1.Task, scheduled *time.Time) map[string]string {
+	a := map[string]string{
+		v1alpha1.AnnotationGeneration: strconv.FormatInt(task.Generation, 10),
+	}
+	if scheduled != nil {
+		a[v1alpha1.AnnotationScheduledTime] = scheduled.UTC().Format(time.RFC3339)
+	}
+	return a
+}
+
+// ownerRef makes the Task the Job's controller: the garbage collector deletes
+// the Job with the Task, and a Job with this name counts as ours only if
+// this reference carries the Task's UID.
+func ownerRef(task *v1alpha1.Task) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         v1alpha1.GroupVersion.String(),
+		Kind:               "Task",
+		Name:               task.Name,
+		UID:                task.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// jobSpec: one attempt is one Job, so the Job never retries by itself
+// (backoffLimit 0); retries are the operator's, with its own backoff.
+// No ttlSecondsAfterFinished: the history limits decide when Jobs go.
+func jobSpec(task *v1alpha1.Task, runID string, attempt int32, opts Options) batchv1.JobSpec {
+	replicas := replicas(task)
+	spec := batchv1.JobSpec{
+		BackoffLimit: ptr.To[int32](0),
+		// Indexed gives every replica a stable index (and hostname) and
+		// makes the Job succeed only when every index succeeded.
+		CompletionMode:   ptr.To(batchv1.IndexedCompletion),
+		Completions:      ptr.To(replicas),
+		Parallelism:      ptr.To(replicas),
+		PodFailurePolicy: podFailurePolicy(task),
+		Template:         podTemplate(task, runID, attempt, opts),
+	}
+	if task.Spec.ActiveDeadlineSeconds != nil {
+		spec.ActiveDeadlineSeconds = ptr.To(*task.Spec.ActiveDeadlineSeconds)
+	}
+	return spec
+}
+
+// replicas is spec.replicas, with 0 (unset, on a Task that skipped
+// defaulting) meaning the default 1.
+func replicas(task *v1alpha1.Task) int32 {
+	if task.Spec.Replicas < 1 {
+		return 1
+	}
+	return task.Spec.Replicas
+}
+
+// podFailurePolicy decides what a failed pod means for the attempt.
+func podFailurePolicy(task *v1alpha1.Task) *batchv1.PodFailurePolicy {
+	rules := []batchv1.PodFailurePolicyRule{{
+		// An evicted or preempted pod (node drain, preemption) is not the
+		// Task's fault: the Job replaces the pod instead of failing, so a
+		// disruption does not burn an attempt.
+		Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
+			Type:   corev1.DisruptionTarget,
+			Status: corev1.ConditionTrue,
+		}},
+	}}
+	if task.Spec.Type == v1alpha1.TaskTypeHTTP {
+		// The runner exits 2 for a request that can never succeed: fail the
+		// Job with reason PodFailurePolicy, which the controller reads as
+		// NotRetryable. A shell script's exit code 2 means nothing special.
+		rules = append(rules, batchv1.PodFailurePolicyRule{
+			Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr.To(ContainerName),
+				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+				Values:        []int32{runnerExitNotRetryable},
+			},
+		})
+	}
+	return &batchv1.PodFailurePolicy{Rules: rules}
+}
+
+// podTemplate is the pod every index of the attempt runs.
+func podTemplate(task *v1alpha1.Task, runID string, attempt int32, opts Options) corev1.PodTemplateSpec {
+	spec := corev1.PodSpec{
+		// Required by podFailurePolicy; the operator, not the kubelet,
+		// decides about retries.
+		RestartPolicy:      corev1.RestartPolicyNever,
+		ServiceAccountName: task.Spec.ServiceAccountName,
+		SecurityContext:    podSecurityContext(),
+		Containers:         []corev1.Container{container(task, opts)},
+	}
+	if task.Spec.ServiceAccountName == "" {
+		// A Task that names no ServiceAccount gets no API credentials: the
+		// namespace's default ServiceAccount token is not its to use.
+		spec.AutomountServiceAccountToken = ptr.To(false)
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      podLabels(task, runID, attempt),
+			Annotations: podAnnotations(task),
+		},
+		Spec: spec,
+	}
+}
+
+// podLabels are the user's spec.podMetadata.labels plus the operator's
+// labels, which win: the controller and the Job's selector rely on them.
+func podLabels(task *v1alpha1.Task, runID string, attempt int32) map[string]string {
+	labels := map[string]string{}
+	if pm := task.Spec.PodMetadata; pm != nil {
+		for k, v := range pm.Labels {
+			labels[k] = v
+		}
+	}
+	for k, v := range jobLabels(task, runID, attempt) {
+		labels[k] = v
+	}
+	return labels
+}
+
+// podAnnotations are the user's spec.podMetadata.annotations (copied, so the
+// Job shares no map with the Task).
+func podAnnotations(task *v1alpha1.Task) map[string]string {
+	pm := task.Spec.PodMetadata
+	if pm == nil || len(pm.Annotations) == 0 {
+		return nil
+	}
+	annotations := make(map[string]string, len(pm.Annotations))
+	for k, v := range pm.Annotations {
+		annotations[k] = v
+	}
+	return annotations
+}
+
+// podSecurityContext meets the Pod Security Standard "restricted" for any
+// image: a numeric non-root user and group (so root-by-default images start
+// rather than being refused by runAsNonRoot) and the runtime's default
+// seccomp profile.
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(DefaultRunAsID),
+		RunAsGroup:     ptr.To(DefaultRunAsID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// containerSecurityContext holds the "restricted" fields that only exist per
+// container: no privilege escalation and no capabilities.
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		RunAsNonRoot:             ptr.To(true),
+	}
+}
+
+// container is the Task's only container; what it runs depends on the type.
+func container(task *v1alpha1.Task, opts Options) corev1.Container {
+	c := corev1.Container{
+		Name: ContainerName,
+		// A script that dies without writing /dev/termination-log still
+		// leaves the tail of its output for the status' lastError.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          containerSecurityContext(),
+		Resources:                resources(task),
+		Env:                      userEnv(task),
+	}
+	switch task.Spec.Type {
+	case v1alpha1.TaskTypeHTTP:
+		c.Image = opts.RunnerImage
+		c.Command = []string{runnerCommand}
+		c.Args = []string{runnerHTTPArg}
+		// After the user's env: the runner's variables are the operator's
+		// (admission refuses TASK_HTTP_* in spec.env, and later entries win
+		// anyway).
+		c.Env = append(c.Env, httpEnv(task)...)
+	default:
+		c.Image = task.Spec.Image
+		if c.Image == "" {
+			c.Image = opts.ShellImage
+		}
+		c.Command = []string{"/bin/sh", "-c", literal(task.Spec.Shell)}
+	}
+	return c
+}
+
+// literal protects a string the operator puts into a container's command or
+// env from the kubelet's $(VAR) expansion, which would otherwise replace
+// $(NAME) with the value of a variable NAME and turn every "$$" into "$"
+// (e.g. the shell's PID in `echo $$`). The kubelet turns "$$" back into "$",
+// so the process sees exactly the user's text.
+func literal(s string) string {
+	return strings.ReplaceAll(s, "$", "$$")
+}
+
+// resources copies spec.resources into the container's requirements.
+func resources(task *v1alpha1.Task) corev1.ResourceRequirements {
+	r := task.Spec.Resources
+	if r == nil {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{
+		Limits:   r.Limits.DeepCopy(),
+		Requests: r.Requests.DeepCopy(),
+	}
+}
+
+// userEnv converts spec.env to the container's env. Values keep the usual
+// Kubernetes $(VAR) semantics, as in any pod's env.
+func userEnv(task *v1alpha1.Task) []corev1.EnvVar {
+	if len(task.Spec.Env) == 0 {
+		return nil
+	}
+	env := make([]corev1.EnvVar, 0, len(task.Spec.Env))
+	for _, e := range task.Spec.Env {
+		v := corev1.EnvVar{Name: e.Name, ValueFrom: envVarSource(e.ValueFrom)}
+		if e.Value != nil {
+			v.Value = *e.Value
+		}
+		env = append(env, v)
+	}
+	return env
+}
+
+// envVarSource converts a spec.env valueFrom; nil stays nil.
+func envVarSource(src *v1alpha1.EnvVarSource) *corev1.EnvVarSource {
+	if src == nil {
+		return nil
+	}
+	out := &corev1.EnvVarSource{}
+	switch {
+	case src.SecretKeyRef != nil:
+		out.SecretKeyRef = secretKeySelector(*src.SecretKeyRef)
+	case src.ConfigMapKeyRef != nil:
+		out.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: src.ConfigMapKeyRef.Name},
+			Key:                  src.ConfigMapKeyRef.Key,
+			Optional:             copyBool(src.ConfigMapKeyRef.Optional),
+		}
+	case src.FieldRef != nil:
+		out.FieldRef = &corev1.ObjectFieldSelector{FieldPath: src.FieldRef.FieldPath}
+	default:
+		// Admission requires exactly one source; an empty one would make
+		// the Job invalid, so treat it as no source (an empty value).
+		return nil
+	}
+	return out
+}
+
+// secretKeySelector points the kubelet at a Secret key; the operator itself
+// never reads the value.
+func secretKeySelector(ref v1alpha1.KeySelector) *corev1.SecretKeySelector {
+	return &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
+		Key:                  ref.Key,
+		Optional:             copyBool(ref.Optional),
+	}
+}
+
+func copyBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	return ptr.To(*b)
+}
+
+// httpEnv is the request of an http Task as the runner's environment, with
+// the contract's defaults applied (spec.http may be nil).
+func httpEnv(task *v1alpha1.Task) []corev1.EnvVar {
+	h := task.Spec.HTTP
+	if h == nil {
+		h = &v1alpha1.HTTPSpec{}
+	}
+
+	method := string(h.Method)
+	if method == "" {
+		method = defaultHTTPMethod
+	}
+	timeout := h.TimeoutSeconds
+	if timeout <= 0 {
+		timeout = defaultHTTPTimeoutSeconds
+	}
+
+	env := []corev1.EnvVar{
+		{Name: EnvHTTPURL, Value: literal(task.Spec.URL)},
+		{Name: EnvHTTPMethod, Value: method},
+	}
+	if h.Body != "" {
+		env = append(env, corev1.EnvVar{Name: EnvHTTPBody, Value: literal(h.Body)})
+	}
+	if len(h.SuccessCodes) > 0 {
+		// Omitted means any 2xx to the runner.
+		env = append(env, corev1.EnvVar{Name: EnvHTTPSuccessCodes, Value: joinCodes(h.SuccessCodes)})
+	}
+	env = append(env, corev1.EnvVar{Name: EnvHTTPTimeoutSeconds, Value: strconv.FormatInt(int64(timeout), 10)})
+	return append(env, headerEnv(h.Headers)...)
+}
+
+// headerEnv numbers the headers in order (the runner sends them in that
+// order). A Secret-backed value is a secretKeyRef the kubelet resolves, and
+// is flagged SENSITIVE so the runner masks it in everything it prints.
+func headerEnv(headers []v1alpha1.HTTPHeader) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for i, h := range headers {
+		prefix := EnvHTTPHeaderPrefix + strconv.Itoa(i) + "_"
+		value := corev1.EnvVar{Name: prefix + "VALUE"}
+		sensitive := false
+		switch {
+		case h.ValueFrom != nil:
+			value.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: secretKeySelector(h.ValueFrom.SecretKeyRef)}
+			sensitive = true
+		case h.Value != nil:
+			value.Value = literal(*h.Value)
+		}
+		env = append(env, corev1.EnvVar{Name: prefix + "NAME", Value: h.Name}, value)
+		if sensitive {
+			env = append(env, corev1.EnvVar{Name: prefix + "SENSITIVE", Value: "true"})
+		}
+	}
+	return env
+}
+
+// joinCodes renders success codes as the runner's comma-separated list.
+func joinCodes(codes []int32) string {
+	s := make([]string, len(codes))
+	for i, c := range codes {
+		s[i] = strconv.FormatInt(int64(c), 10)
+	}
+	return strings.Join(s, ",")
+}

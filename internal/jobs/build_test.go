@@ -1,0 +1,503 @@
+package jobs
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+var testOpts = Options{ShellImage: "busybox:1.37", RunnerImage: "ghcr.io/taskops/task-operator:v1"}
+
+func httpTask(opts ...func(*v1alpha1.Task)) *v1alpha1.Task {
+	return newTask(append([]func(*v1alpha1.Task){func(t *v1alpha1.Task) {
+		t.Spec.Type = v1alpha1.TaskTypeHTTP
+		t.Spec.Shell = ""
+		t.Spec.URL = "https://example.com/hook"
+	}}, opts...)...)
+}
+
+func withReplicas(n int32) func(*v1alpha1.Task) {
+	return func(t *v1alpha1.Task) { t.Spec.Replicas = n }
+}
+
+func withHTTP(h *v1alpha1.HTTPSpec) func(*v1alpha1.Task) {
+	return func(t *v1alpha1.Task) { t.Spec.HTTP = h }
+}
+
+func withServiceAccount(name string) func(*v1alpha1.Task) {
+	return func(t *v1alpha1.Task) { t.Spec.ServiceAccountName = name }
+}
+
+// asJSON renders a value for failure messages and substring checks.
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// envMap indexes a container's env by name.
+func envMap(c corev1.Container) map[string]corev1.EnvVar {
+	m := make(map[string]corev1.EnvVar, len(c.Env))
+	for _, e := range c.Env {
+		m[e.Name] = e
+	}
+	return m
+}
+
+func TestBuildShellTaskHasTheWholeContractShape(t *testing.T) {
+	task := newTask(func(t *v1alpha1.Task) {
+		t.Spec.Shell = "echo $GREETING && exit 0"
+		t.Spec.Env = []v1alpha1.EnvVar{
+			{Name: "GREETING", Value: ptr.To("hi")},
+			{Name: "PASSWORD", ValueFrom: &v1alpha1.EnvVarSource{SecretKeyRef: &v1alpha1.KeySelector{Name: "db", Key: "password", Optional: ptr.To(true)}}},
+			{Name: "LEVEL", ValueFrom: &v1alpha1.EnvVarSource{ConfigMapKeyRef: &v1alpha1.KeySelector{Name: "cfg", Key: "level"}}},
+			{Name: "POD", ValueFrom: &v1alpha1.EnvVarSource{FieldRef: &v1alpha1.FieldSelector{FieldPath: "metadata.name"}}},
+		}
+		t.Spec.Resources = &v1alpha1.Resources{
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		}
+	})
+	slot := time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("CET", 3600))
+
+	got := Build(task, "s1767225600", 2, &slot, testOpts)
+
+	labels := map[string]string{
+		"batch.taskops.io/task":        "backup",
+		"batch.taskops.io/run":         "s1767225600",
+		"batch.taskops.io/attempt":     "2",
+		"app.kubernetes.io/managed-by": "task-operator",
+	}
+	want := &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      Name(task, "s1767225600", 2),
+			Namespace: "team-a",
+			Labels:    labels,
+			Annotations: map[string]string{
+				"batch.taskops.io/generation":     "3",
+				"batch.taskops.io/scheduled-time": "2026-01-01T00:00:00Z",
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         "batch.taskops.io/v1alpha1",
+				Kind:               "Task",
+				Name:               "backup",
+				UID:                task.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:   ptr.To[int32](0),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Completions:    ptr.To[int32](1),
+			Parallelism:    ptr.To[int32](1),
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:          batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](65532),
+						RunAsGroup:     ptr.To[int64](65532),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:                     "task",
+						Image:                    "busybox:1.37",
+						Command:                  []string{"/bin/sh", "-c", "echo $$GREETING && exit 0"},
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							RunAsNonRoot:             ptr.To(true),
+						},
+						Resources: corev1.ResourceRequirements{
+							Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+						},
+						Env: []corev1.EnvVar{
+							{Name: "GREETING", Value: "hi"},
+							{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password", Optional: ptr.To(true)}}},
+							{Name: "LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "level"}}},
+							{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+						},
+					}},
+				},
+			},
+		},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("Build() =\n%s\nwant\n%s", asJSON(t, got), asJSON(t, want))
+	}
+}
+
+func TestBuildJobSpec(t *testing.T) {
+	tests := []struct {
+		name  string
+		task  *v1alpha1.Task
+		check func(t *testing.T, job *batchv1.Job)
+	}{
+		{"five replicas run as five indexed completions in parallel", newTask(withReplicas(5)), func(t *testing.T, job *batchv1.Job) {
+			if *job.Spec.Completions != 5 || *job.Spec.Parallelism != 5 {
+				t.Errorf("completions/parallelism = %d/%d, want 5/5", *job.Spec.Completions, *job.Spec.Parallelism)
+			}
+			if *job.Spec.CompletionMode != batchv1.IndexedCompletion {
+				t.Errorf("completionMode = %s, want Indexed", *job.Spec.CompletionMode)
+			}
+		}},
+		{"zero replicas (not defaulted) run one pod", newTask(withReplicas(0)), func(t *testing.T, job *batchv1.Job) {
+			if *job.Spec.Completions != 1 || *job.Spec.Parallelism != 1 {
+				t.Errorf("completions/parallelism = %d/%d, want 1/1", *job.Spec.Completions, *job.Spec.Parallelism)
+			}
+		}},
+		{"the job never retries by itself", newTask(), func(t *testing.T, job *batchv1.Job) {
+			if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
+				t.Errorf("backoffLimit = %v, want 0", job.Spec.BackoffLimit)
+			}
+		}},
+		{"the job has no ttl of its own", newTask(), func(t *testing.T, job *batchv1.Job) {
+			if job.Spec.TTLSecondsAfterFinished != nil {
+				t.Errorf("ttlSecondsAfterFinished = %d, want unset", *job.Spec.TTLSecondsAfterFinished)
+			}
+		}},
+		{"activeDeadlineSeconds is passed to the job", newTask(func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](600) }), func(t *testing.T, job *batchv1.Job) {
+			if job.Spec.ActiveDeadlineSeconds == nil || *job.Spec.ActiveDeadlineSeconds != 600 {
+				t.Errorf("activeDeadlineSeconds = %v, want 600", job.Spec.ActiveDeadlineSeconds)
+			}
+		}},
+		{"no activeDeadlineSeconds leaves the job unbounded", newTask(), func(t *testing.T, job *batchv1.Job) {
+			if job.Spec.ActiveDeadlineSeconds != nil {
+				t.Errorf("activeDeadlineSeconds = %d, want unset", *job.Spec.ActiveDeadlineSeconds)
+			}
+		}},
+		{"a run without a slot has no scheduled-time annotation", newTask(), func(t *testing.T, job *batchv1.Job) {
+			if v, ok := job.Annotations[v1alpha1.AnnotationScheduledTime]; ok {
+				t.Errorf("scheduled-time = %q, want none", v)
+			}
+			if job.Annotations[v1alpha1.AnnotationGeneration] != "3" {
+				t.Errorf("generation annotation = %q, want 3", job.Annotations[v1alpha1.AnnotationGeneration])
+			}
+		}},
+		{"a shell task's own image replaces the default", newTask(func(t *v1alpha1.Task) { t.Spec.Image = "alpine:3" }), func(t *testing.T, job *batchv1.Job) {
+			if img := job.Spec.Template.Spec.Containers[0].Image; img != "alpine:3" {
+				t.Errorf("image = %q, want alpine:3", img)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, Build(tt.task, RunIDOneShot, 1, nil, testOpts))
+		})
+	}
+}
+
+func TestBuildPodFailurePolicy(t *testing.T) {
+	exit2 := batchv1.PodFailurePolicyRule{
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To("task"),
+			Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+			Values:        []int32{2},
+		},
+	}
+	tests := []struct {
+		name      string
+		task      *v1alpha1.Task
+		wantExit2 bool
+	}{
+		{"a shell task ignores disruptions and treats exit code 2 like any failure", newTask(), false},
+		{"an http task ignores disruptions and fails the job on runner exit code 2", httpTask(), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules := Build(tt.task, RunIDOneShot, 1, nil, testOpts).Spec.PodFailurePolicy.Rules
+			first := rules[0]
+			if first.Action != batchv1.PodFailurePolicyActionIgnore || len(first.OnPodConditions) != 1 ||
+				first.OnPodConditions[0].Type != corev1.DisruptionTarget || first.OnPodConditions[0].Status != corev1.ConditionTrue {
+				t.Errorf("first rule = %s, want Ignore on DisruptionTarget=True", asJSON(t, first))
+			}
+			wantLen := 1
+			if tt.wantExit2 {
+				wantLen = 2
+			}
+			if len(rules) != wantLen {
+				t.Fatalf("rules = %s, want %d rules", asJSON(t, rules), wantLen)
+			}
+			if tt.wantExit2 && !equality.Semantic.DeepEqual(rules[1], exit2) {
+				t.Errorf("second rule = %s, want %s", asJSON(t, rules[1]), asJSON(t, exit2))
+			}
+		})
+	}
+}
+
+func TestBuildHTTPTask(t *testing.T) {
+	literalAndSecretHeaders := &v1alpha1.HTTPSpec{
+		Method:         "POST",
+		Body:           `{"price":"$(PRICE)$$"}`,
+		SuccessCodes:   []int32{200, 202},
+		TimeoutSeconds: 5,
+		Headers: []v1alpha1.HTTPHeader{
+			{Name: "Content-Type", Value: ptr.To("application/json")},
+			{Name: "Authorization", ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "api-token", Key: "bearer"}}},
+		},
+	}
+	userEnv := func(t *v1alpha1.Task) {
+		t.Spec.Env = []v1alpha1.EnvVar{{Name: "HTTPS_PROXY", Value: ptr.To("http://proxy:3128")}}
+	}
+
+	tests := []struct {
+		name string
+		task *v1alpha1.Task
+		want []corev1.EnvVar
+	}{
+		{
+			name: "an http task without spec.http gets GET, any 2xx and 30 seconds",
+			task: httpTask(),
+			want: []corev1.EnvVar{
+				{Name: "TASK_HTTP_URL", Value: "https://example.com/hook"},
+				{Name: "TASK_HTTP_METHOD", Value: "GET"},
+				{Name: "TASK_HTTP_TIMEOUT_SECONDS", Value: "30"},
+			},
+		},
+		{
+			name: "an empty spec.http gets the same defaults",
+			task: httpTask(withHTTP(&v1alpha1.HTTPSpec{})),
+			want: []corev1.EnvVar{
+				{Name: "TASK_HTTP_URL", Value: "https://example.com/hook"},
+				{Name: "TASK_HTTP_METHOD", Value: "GET"},
+				{Name: "TASK_HTTP_TIMEOUT_SECONDS", Value: "30"},
+			},
+		},
+		{
+			name: "user env comes first, then the request, then headers in order with only the secret one sensitive",
+			task: httpTask(withHTTP(literalAndSecretHeaders), userEnv),
+			want: []corev1.EnvVar{
+				{Name: "HTTPS_PROXY", Value: "http://proxy:3128"},
+				{Name: "TASK_HTTP_URL", Value: "https://example.com/hook"},
+				{Name: "TASK_HTTP_METHOD", Value: "POST"},
+				// $ doubled so the kubelet's $(VAR) expansion hands the runner the body verbatim.
+				{Name: "TASK_HTTP_BODY", Value: `{"price":"$$(PRICE)$$$$"}`},
+				{Name: "TASK_HTTP_SUCCESS_CODES", Value: "200,202"},
+				{Name: "TASK_HTTP_TIMEOUT_SECONDS", Value: "5"},
+				{Name: "TASK_HTTP_HEADER_0_NAME", Value: "Content-Type"},
+				{Name: "TASK_HTTP_HEADER_0_VALUE", Value: "application/json"},
+				{Name: "TASK_HTTP_HEADER_1_NAME", Value: "Authorization"},
+				{Name: "TASK_HTTP_HEADER_1_VALUE", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "api-token"}, Key: "bearer",
+				}}},
+				{Name: "TASK_HTTP_HEADER_1_SENSITIVE", Value: "true"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := Build(tt.task, RunIDOneShot, 1, nil, testOpts)
+			c := job.Spec.Template.Spec.Containers[0]
+			if c.Image != testOpts.RunnerImage {
+				t.Errorf("image = %q, want the runner image %q", c.Image, testOpts.RunnerImage)
+			}
+			if strings.Join(c.Command, " ") != "/task-runner" || strings.Join(c.Args, " ") != "http" {
+				t.Errorf("command/args = %q %q, want [/task-runner] [http]", c.Command, c.Args)
+			}
+			if !equality.Semantic.DeepEqual(c.Env, tt.want) {
+				t.Errorf("env =\n%s\nwant\n%s", asJSON(t, c.Env), asJSON(t, tt.want))
+			}
+		})
+	}
+}
+
+func TestBuildNeverCarriesASecretValue(t *testing.T) {
+	// The operator never reads Secrets, so the only way a value could leak
+	// into the Job is by being copied from somewhere; check the whole Job
+	// refers to the Secret by name and key only.
+	task := httpTask(withHTTP(&v1alpha1.HTTPSpec{Headers: []v1alpha1.HTTPHeader{
+		{Name: "X-Plain", Value: ptr.To("visible")},
+		{Name: "Authorization", ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "api-token", Key: "bearer"}}},
+	}}))
+	job := Build(task, RunIDOneShot, 1, nil, testOpts)
+	env := envMap(job.Spec.Template.Spec.Containers[0])
+
+	secret := env["TASK_HTTP_HEADER_1_VALUE"]
+	if secret.Value != "" || secret.ValueFrom == nil || secret.ValueFrom.SecretKeyRef == nil ||
+		secret.ValueFrom.SecretKeyRef.Name != "api-token" || secret.ValueFrom.SecretKeyRef.Key != "bearer" {
+		t.Errorf("secret header value = %s, want only a secretKeyRef to api-token/bearer", asJSON(t, secret))
+	}
+	if v, ok := env["TASK_HTTP_HEADER_1_SENSITIVE"]; !ok || v.Value != "true" {
+		t.Errorf("TASK_HTTP_HEADER_1_SENSITIVE = %q (set %v), want true", v.Value, ok)
+	}
+	if v, ok := env["TASK_HTTP_HEADER_0_SENSITIVE"]; ok {
+		t.Errorf("TASK_HTTP_HEADER_0_SENSITIVE = %q, want unset for a literal header", v.Value)
+	}
+	if got := strings.Count(asJSON(t, job), `"api-token"`); got != 1 {
+		t.Errorf("the Secret is referenced %d times in the Job, want exactly once (its secretKeyRef)", got)
+	}
+}
+
+func TestBuildShellCommandReachesTheShellVerbatim(t *testing.T) {
+	tests := []struct {
+		name  string
+		shell string
+		want  string
+	}{
+		{"a script without dollars is passed unchanged", "echo hello", "echo hello"},
+		{"the shell's pid survives the kubelet's $$ unescaping", "echo $$ > /tmp/pid", "echo $$$$ > /tmp/pid"},
+		{"a command substitution is not taken for a kubelet variable", "echo $(HOSTNAME)", "echo $$(HOSTNAME)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Build(newTask(func(t *v1alpha1.Task) { t.Spec.Shell = tt.shell }), RunIDOneShot, 1, nil, testOpts).Spec.Template.Spec.Containers[0]
+			want := []string{"/bin/sh", "-c", tt.want}
+			if !equality.Semantic.DeepEqual(c.Command, want) {
+				t.Errorf("command = %q, want %q", c.Command, want)
+			}
+			if c.Args != nil {
+				t.Errorf("args = %q, want none", c.Args)
+			}
+		})
+	}
+}
+
+func TestBuildPodTemplate(t *testing.T) {
+	withPodMetadata := func(t *v1alpha1.Task) {
+		t.Spec.PodMetadata = &v1alpha1.PodMetadata{
+			Labels: map[string]string{
+				"team":                  "data",
+				"batch.taskops.io/task": "spoofed", // refused at admission; must lose anyway
+			},
+			Annotations: map[string]string{"prometheus.io/scrape": "false"},
+		}
+	}
+	tests := []struct {
+		name  string
+		task  *v1alpha1.Task
+		check func(t *testing.T, pod corev1.PodTemplateSpec, job *batchv1.Job)
+	}{
+		{"pod metadata is merged and the operator's labels win", newTask(withPodMetadata), func(t *testing.T, pod corev1.PodTemplateSpec, job *batchv1.Job) {
+			want := map[string]string{
+				"team":                         "data",
+				"batch.taskops.io/task":        "backup",
+				"batch.taskops.io/run":         "0",
+				"batch.taskops.io/attempt":     "1",
+				"app.kubernetes.io/managed-by": "task-operator",
+			}
+			if !equality.Semantic.DeepEqual(pod.Labels, want) {
+				t.Errorf("pod labels = %v, want %v", pod.Labels, want)
+			}
+			if pod.Annotations["prometheus.io/scrape"] != "false" || len(pod.Annotations) != 1 {
+				t.Errorf("pod annotations = %v, want only prometheus.io/scrape", pod.Annotations)
+			}
+			if _, ok := job.Labels["team"]; ok {
+				t.Errorf("job labels = %v, want podMetadata labels on the pods only", job.Labels)
+			}
+		}},
+		{"without a service account the token is not mounted", newTask(), func(t *testing.T, pod corev1.PodTemplateSpec, _ *batchv1.Job) {
+			if pod.Spec.ServiceAccountName != "" {
+				t.Errorf("serviceAccountName = %q, want empty", pod.Spec.ServiceAccountName)
+			}
+			if pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken {
+				t.Errorf("automountServiceAccountToken = %v, want false", pod.Spec.AutomountServiceAccountToken)
+			}
+		}},
+		{"with a service account the token mount is left to the account", newTask(withServiceAccount("deployer")), func(t *testing.T, pod corev1.PodTemplateSpec, _ *batchv1.Job) {
+			if pod.Spec.ServiceAccountName != "deployer" {
+				t.Errorf("serviceAccountName = %q, want deployer", pod.Spec.ServiceAccountName)
+			}
+			if pod.Spec.AutomountServiceAccountToken != nil {
+				t.Errorf("automountServiceAccountToken = %v, want unset", *pod.Spec.AutomountServiceAccountToken)
+			}
+		}},
+		{"a shell pod meets the restricted pod security standard", newTask(), checkRestricted},
+		{"an http pod meets the restricted pod security standard", httpTask(withServiceAccount("caller")), checkRestricted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := Build(tt.task, RunIDOneShot, 1, nil, testOpts)
+			tt.check(t, job.Spec.Template, job)
+		})
+	}
+}
+
+// checkRestricted checks the fields the Pod Security Standard "restricted"
+// requires, the way the admission plugin evaluates them.
+func checkRestricted(t *testing.T, pod corev1.PodTemplateSpec, _ *batchv1.Job) {
+	t.Helper()
+	ps := pod.Spec.SecurityContext
+	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
+		t.Errorf("pod runAsNonRoot not true")
+	}
+	if ps == nil || ps.RunAsUser == nil || *ps.RunAsUser != DefaultRunAsID || ps.RunAsGroup == nil || *ps.RunAsGroup != DefaultRunAsID {
+		t.Errorf("pod runAsUser/runAsGroup not %d", DefaultRunAsID)
+	}
+	if ps == nil || ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod seccompProfile not RuntimeDefault")
+	}
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy = %q, want Never", pod.Spec.RestartPolicy)
+	}
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("containers = %d, want 1", len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	if c.Name != ContainerName || c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("container %q terminationMessagePolicy %q, want task / FallbackToLogsOnError", c.Name, c.TerminationMessagePolicy)
+	}
+	cs := c.SecurityContext
+	if cs == nil || cs.AllowPrivilegeEscalation == nil || *cs.AllowPrivilegeEscalation {
+		t.Errorf("container allowPrivilegeEscalation not false")
+	}
+	if cs == nil || cs.Capabilities == nil || !equality.Semantic.DeepEqual(cs.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(cs.Capabilities.Add) != 0 {
+		t.Errorf("container capabilities do not drop ALL and add nothing")
+	}
+	if cs == nil || cs.RunAsNonRoot == nil || !*cs.RunAsNonRoot {
+		t.Errorf("container runAsNonRoot not true")
+	}
+	if cs != nil && (cs.Privileged != nil && *cs.Privileged || cs.RunAsUser != nil && *cs.RunAsUser == 0) {
+		t.Errorf("container is privileged or root")
+	}
+	if pod.Spec.HostNetwork || pod.Spec.HostPID || pod.Spec.HostIPC || len(pod.Spec.Volumes) != 0 || len(c.Ports) != 0 {
+		t.Errorf("pod uses host namespaces, volumes or ports")
+	}
+}
+
+func TestBuildIsPure(t *testing.T) {
+	task := newTask(withServiceAccount("sa"), func(t *v1alpha1.Task) {
+		t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": "data"}, Annotations: map[string]string{"a": "b"}}
+		t.Spec.Resources = &v1alpha1.Resources{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+		t.Spec.ActiveDeadlineSeconds = ptr.To[int64](60)
+	})
+	before := task.DeepCopy()
+
+	first := Build(task, "m0123456789", 1, nil, testOpts)
+	second := Build(task, "m0123456789", 1, nil, testOpts)
+	if !equality.Semantic.DeepEqual(first, second) {
+		t.Errorf("two builds differ:\n%s\n%s", asJSON(t, first), asJSON(t, second))
+	}
+
+	// Changing the Job must not reach back into the Task.
+	first.Spec.Template.Labels["team"] = "changed"
+	first.Spec.Template.Annotations["a"] = "changed"
+	first.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2")
+	*first.Spec.ActiveDeadlineSeconds = 1
+	if !equality.Semantic.DeepEqual(task, before) {
+		t.Errorf("Build shares state with the Task: task is now\n%s", asJSON(t, task))
+	}
+}

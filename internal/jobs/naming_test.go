@@ -1,0 +1,158 @@
+package jobs
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// newTask is a valid one-shot shell Task; opts adjust it.
+func newTask(opts ...func(*v1alpha1.Task)) *v1alpha1.Task {
+	t := &v1alpha1.Task{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       "backup",
+			Namespace:  "team-a",
+			UID:        types.UID("6f1c1d2e-0000-4000-8000-000000000001"),
+			Generation: 3,
+		},
+		Spec: v1alpha1.TaskSpec{
+			Type:     v1alpha1.TaskTypeShell,
+			Shell:    "echo hello",
+			Replicas: 1,
+		},
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+func withName(name string) func(*v1alpha1.Task) {
+	return func(t *v1alpha1.Task) { t.Name = name }
+}
+
+func withUID(uid string) func(*v1alpha1.Task) {
+	return func(t *v1alpha1.Task) { t.UID = types.UID(uid) }
+}
+
+// name63 is the longest Task name admission accepts.
+var name63 = strings.Repeat("a", 30) + "-" + strings.Repeat("b", 32)
+
+func TestRunIDs(t *testing.T) {
+	// sha256("abc"), from FIPS 180-2 appendix B.1.
+	const abcSHA256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"the one-shot run id is 0", RunIDOneShot, "0"},
+		{"a scheduled run id is s and the slot's unix seconds", ScheduledRunID(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), "s1767225600"},
+		{"a scheduled run id does not depend on the slot's time zone", ScheduledRunID(time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("CET", 3600))), "s1767225600"},
+		{"the token hash is the full lowercase hex sha256", TokenHash("abc"), abcSHA256},
+		{"the token hash of an empty token is sha256 of nothing", TokenHash(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"a run-now run id is m and the first 10 hex digits of the token hash", RunNowRunID("abc"), "m" + abcSHA256[:10]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNameIsAValidLabelOfAtMost60Characters(t *testing.T) {
+	tests := []struct {
+		name    string
+		task    string
+		runID   string
+		attempt int32
+	}{
+		{"a 63-character task name with the one-shot run", name63, RunIDOneShot, 101},
+		{"a 63-character task name with a scheduled run", name63, "s1767225600", 101},
+		{"a 63-character task name with a run-now run", name63, "m0123456789", 101},
+		{"a task name truncated right after a dash", strings.Repeat("a", 37) + "-" + strings.Repeat("b", 25), "m0123456789", 101},
+		{"a task name made of one-character groups", strings.Repeat("a-", 31) + "a", "s1767225600", 1},
+		{"a short task name", "x", RunIDOneShot, 1},
+		{"a task name with dots that bypassed admission", "my.task.example.com", RunIDOneShot, 1},
+		{"an empty task name", "", RunIDOneShot, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Name(newTask(withName(tt.task)), tt.runID, tt.attempt)
+			if len(got) > 60 {
+				t.Errorf("Name() = %q has %d characters, want <= 60", got, len(got))
+			}
+			if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
+				t.Errorf("Name() = %q is not a DNS-1123 label: %v", got, errs)
+			}
+			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+				t.Errorf("Name() = %q is not a DNS-1123 subdomain: %v", got, errs)
+			}
+			// An Indexed Job's pod hostname is <job name>-<index>, index <= 99.
+			if errs := validation.IsDNS1123Label(got + "-99"); len(errs) > 0 {
+				t.Errorf("hostname %q-99 is not a DNS-1123 label: %v", got, errs)
+			}
+			suffix := "-" + tt.runID + "-" + strconv.Itoa(int(tt.attempt))
+			if !strings.HasSuffix(got, suffix) {
+				t.Errorf("Name() = %q does not end with %q", got, suffix)
+			}
+		})
+	}
+}
+
+func TestNameShape(t *testing.T) {
+	task := newTask()
+	hash := uidHash(task)
+
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"a short name is task name, uid hash, run id and attempt", Name(task, "s1767225600", 2), "backup-" + hash + "-s1767225600-2"},
+		{"only the task name part is truncated, and its trailing dash dropped", Name(newTask(withName(strings.Repeat("a", 37)+"-"+strings.Repeat("b", 25))), "m0123456789", 101), strings.Repeat("a", 37) + "-" + hash + "-m0123456789-101"},
+		{"an empty task name leaves hash, run id and attempt", Name(newTask(withName("")), "0", 1), hash + "-0-1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %q, want %q", tt.got, tt.want)
+			}
+		})
+	}
+	if len(hash) != 5 {
+		t.Errorf("uid hash %q has %d characters, want 5", hash, len(hash))
+	}
+}
+
+func TestNamesAreStableAndDistinct(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		same bool
+	}{
+		{"the same task, run and attempt give the same name", Name(newTask(), "s1767225600", 1), Name(newTask(), "s1767225600", 1), true},
+		{"a re-created task with a new uid gets a different name", Name(newTask(), "s1767225600", 1), Name(newTask(withUID("6f1c1d2e-0000-4000-8000-000000000002")), "s1767225600", 1), false},
+		{"another run gets a different name", Name(newTask(), "s1767225600", 1), Name(newTask(), "s1767229200", 1), false},
+		{"another attempt gets a different name", Name(newTask(), "s1767225600", 1), Name(newTask(), "s1767225600", 2), false},
+		{"run s1 attempt 11 and run s11 attempt 1 stay distinct", Name(newTask(), "s1", 11), Name(newTask(), "s11", 1), false},
+		{"long task names that differ only past the cut differ by their uid hash", Name(newTask(withName(name63), withUID("u1")), "0", 1), Name(newTask(withName(name63[:62]+"c"), withUID("u2")), "0", 1), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if (tt.a == tt.b) != tt.same {
+				t.Errorf("names %q and %q: same = %v, want %v", tt.a, tt.b, tt.a == tt.b, tt.same)
+			}
+		})
+	}
+}
