@@ -1,0 +1,109 @@
+package retry
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
+)
+
+// Kind is the kind of step a run takes next.
+type Kind string
+
+const (
+	// StartAttempt: create attempt Step.Attempt now.
+	StartAttempt Kind = "StartAttempt"
+	// Running: attempt Step.Attempt is active; nothing to do.
+	Running Kind = "Running"
+	// WaitForRetry: attempt Step.Attempt starts at Step.At (backoff).
+	WaitForRetry Kind = "WaitForRetry"
+	// Paused: attempt Step.Attempt would start at Step.At, but the Task is
+	// suspended.
+	Paused Kind = "Paused"
+	// Succeeded: the run succeeded at Step.At.
+	Succeeded Kind = "Succeeded"
+	// Failed: the run failed for good at Step.At, for Step.Reason.
+	Failed Kind = "Failed"
+	// Stopped: the run was stopped (replaced by a newer run) at Step.At.
+	Stopped Kind = "Stopped"
+)
+
+// Step is the next step of one run.
+type Step struct {
+	Kind Kind
+	// Attempt is the attempt the step is about: the one to start, the active
+	// one, the one waited for, or the last one of a finished run.
+	Attempt int32
+	// At is when the next attempt may start (WaitForRetry, Paused) or when
+	// the run finished (Succeeded, Failed, Stopped).
+	At time.Time
+	// Reason and Message explain a Failed run (RetriesExhausted,
+	// NotRetryable) or the last failed attempt of a retrying run.
+	Reason  v1alpha1.Reason
+	Message string
+}
+
+// Finished reports whether the run is over.
+func (s Step) Finished() bool {
+	return s.Kind == Succeeded || s.Kind == Failed || s.Kind == Stopped
+}
+
+// Active reports whether the run counts as active for concurrency: running,
+// or waiting out its backoff. A paused run does not count.
+func (s Step) Active() bool {
+	return s.Kind == Running || s.Kind == WaitForRetry || s.Kind == StartAttempt
+}
+
+// Next decides the next step of a run from its attempts. paused is true when
+// the Task is suspended and the run is not exempt (runs started by run-now
+// keep retrying while suspended): a paused run starts no new attempt.
+func Next(run *runs.Run, p Policy, paused bool, now time.Time) Step {
+	if len(run.Attempts) == 0 {
+		return Step{Kind: StartAttempt, Attempt: 1}
+	}
+	last := run.Latest()
+	switch last.Phase {
+	case runs.Active:
+		return Step{Kind: Running, Attempt: last.Number}
+	case runs.Succeeded:
+		return Step{Kind: Succeeded, Attempt: last.Number, At: last.Finished}
+	case runs.Stopped:
+		if last.Reason == v1alpha1.AttemptReplaced {
+			return Step{Kind: Stopped, Attempt: last.Number, At: last.Finished,
+				Reason: last.Reason, Message: "stopped: replaced by a newer run"}
+		}
+	}
+
+	// The latest attempt failed (or was stopped because it could not start,
+	// which fails it just the same).
+	why := FailureText(last)
+	if last.Reason == v1alpha1.AttemptNotRetryable {
+		return Step{Kind: Failed, Attempt: last.Number, At: last.Finished,
+			Reason: v1alpha1.ReasonNotRetryable, Message: why}
+	}
+	if last.Number >= p.MaxAttempts() {
+		return Step{Kind: Failed, Attempt: last.Number, At: last.Finished,
+			Reason:  v1alpha1.ReasonRetriesExhausted,
+			Message: fmt.Sprintf("all %d attempts failed; attempt %d: %s", last.Number, last.Number, why)}
+	}
+	at := last.Finished.Add(p.Delay(last.Number))
+	step := Step{Attempt: last.Number + 1, At: at, Reason: last.Reason, Message: why}
+	switch {
+	case paused:
+		step.Kind = Paused
+	case !now.Before(at):
+		step.Kind = StartAttempt
+	default:
+		step.Kind = WaitForRetry
+	}
+	return step
+}
+
+// FailureText says why an attempt failed: its reason, then the detail.
+func FailureText(a *runs.Attempt) string {
+	if a.Message == "" {
+		return string(a.Reason)
+	}
+	return string(a.Reason) + ": " + a.Message
+}

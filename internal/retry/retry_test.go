@@ -1,0 +1,227 @@
+package retry
+
+import (
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func policy(maxRetry int32, initial, max, factor int64) Policy {
+	return Policy{MaxRetry: maxRetry, InitialSeconds: initial, MaxSeconds: max, Factor: factor}
+}
+
+// attempt builds an observed attempt for the tests.
+func attempt(n int32, phase runs.Phase, reason v1alpha1.Reason, finished time.Time) runs.Attempt {
+	return runs.Attempt{Number: n, JobName: "job", Phase: phase, Reason: reason,
+		Created: finished.Add(-time.Minute), Finished: finished}
+}
+
+func TestDelay(t *testing.T) {
+	cases := []struct {
+		name   string
+		p      Policy
+		failed int32
+		want   time.Duration
+	}{
+		{"the first retry waits the initial delay", policy(3, 10, 300, 2), 1, 10 * time.Second},
+		{"the second retry waits initial times factor", policy(3, 10, 300, 2), 2, 20 * time.Second},
+		{"the fourth retry waits initial times factor cubed", policy(9, 10, 300, 2), 4, 80 * time.Second},
+		{"the delay stops at the cap", policy(9, 10, 300, 2), 6, 300 * time.Second},
+		{"a factor of one keeps the delay constant", policy(9, 7, 300, 1), 50, 7 * time.Second},
+		{"a huge attempt number with a large factor does not overflow", policy(100, 86400, 86400, 10), 100, 86400 * time.Second},
+		{"a large factor reaches the cap without overflowing", policy(100, 3, 86400, 10), 100, 86400 * time.Second},
+		{"a zero initial delay retries at once", policy(3, 0, 0, 2), 3, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.p.Delay(c.failed); got != c.want {
+				t.Fatalf("Delay(%d) = %s, want %s", c.failed, got, c.want)
+			}
+		})
+	}
+}
+
+func TestPolicyForAppliesDefaults(t *testing.T) {
+	p := PolicyFor(&v1alpha1.TaskSpec{MaxRetry: 2})
+	if p != policy(2, 10, 300, 2) {
+		t.Fatalf("PolicyFor without backoff = %+v", p)
+	}
+	p = PolicyFor(&v1alpha1.TaskSpec{Backoff: &v1alpha1.Backoff{InitialSeconds: 5, MaxSeconds: 60, Factor: 3}})
+	if p != policy(0, 5, 60, 3) {
+		t.Fatalf("PolicyFor with backoff = %+v", p)
+	}
+}
+
+func TestNext(t *testing.T) {
+	failedAt := t0
+	cases := []struct {
+		name   string
+		run    runs.Run
+		p      Policy
+		paused bool
+		now    time.Time
+		want   Step
+	}{
+		{
+			name: "a run without attempts starts its first attempt",
+			run:  runs.Run{ID: "0"},
+			p:    policy(0, 10, 300, 2),
+			now:  t0,
+			want: Step{Kind: StartAttempt, Attempt: 1},
+		},
+		{
+			name: "an active attempt keeps the run running",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{attempt(1, runs.Active, "", time.Time{})}},
+			p:    policy(0, 10, 300, 2),
+			now:  t0,
+			want: Step{Kind: Running, Attempt: 1},
+		},
+		{
+			name: "a succeeded attempt finishes the run as succeeded",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{attempt(1, runs.Succeeded, "", t0)}},
+			p:    policy(0, 10, 300, 2),
+			now:  t0.Add(time.Hour),
+			want: Step{Kind: Succeeded, Attempt: 1, At: t0},
+		},
+		{
+			name: "a failed attempt with retries left waits out the backoff",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{attempt(1, runs.Failed, v1alpha1.AttemptPodFailed, failedAt)}},
+			p:    policy(2, 10, 300, 2),
+			now:  failedAt.Add(9 * time.Second),
+			want: Step{Kind: WaitForRetry, Attempt: 2, At: failedAt.Add(10 * time.Second), Reason: v1alpha1.AttemptPodFailed, Message: "PodFailed"},
+		},
+		{
+			name: "the next attempt starts exactly when the backoff has passed",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{attempt(1, runs.Failed, v1alpha1.AttemptPodFailed, failedAt)}},
+			p:    policy(2, 10, 300, 2),
+			now:  failedAt.Add(10 * time.Second),
+			want: Step{Kind: StartAttempt, Attempt: 2, At: failedAt.Add(10 * time.Second), Reason: v1alpha1.AttemptPodFailed, Message: "PodFailed"},
+		},
+		{
+			name: "the backoff grows with each failed attempt",
+			run: runs.Run{ID: "0", Attempts: []runs.Attempt{
+				attempt(1, runs.Failed, v1alpha1.AttemptPodFailed, failedAt.Add(-time.Hour)),
+				attempt(2, runs.Failed, v1alpha1.AttemptDeadlineExceeded, failedAt)}},
+			p:    policy(5, 10, 300, 3),
+			now:  failedAt,
+			want: Step{Kind: WaitForRetry, Attempt: 3, At: failedAt.Add(30 * time.Second), Reason: v1alpha1.AttemptDeadlineExceeded, Message: "DeadlineExceeded"},
+		},
+		{
+			name:   "a suspended Task pauses a run that waits for its next attempt",
+			run:    runs.Run{ID: "0", Attempts: []runs.Attempt{attempt(1, runs.Failed, v1alpha1.AttemptPodFailed, failedAt)}},
+			p:      policy(2, 10, 300, 2),
+			paused: true,
+			now:    failedAt.Add(time.Hour),
+			want:   Step{Kind: Paused, Attempt: 2, At: failedAt.Add(10 * time.Second), Reason: v1alpha1.AttemptPodFailed, Message: "PodFailed"},
+		},
+		{
+			name: "the last allowed attempt failing exhausts the retries and names its reason",
+			run: runs.Run{ID: "0", Attempts: []runs.Attempt{
+				attempt(1, runs.Failed, v1alpha1.AttemptPodFailed, failedAt.Add(-time.Hour)),
+				{Number: 2, Phase: runs.Failed, Reason: v1alpha1.AttemptPodFailed, Message: "exit code 3", Finished: failedAt}}},
+			p:    policy(1, 10, 300, 2),
+			now:  failedAt,
+			want: Step{Kind: Failed, Attempt: 2, At: failedAt, Reason: v1alpha1.ReasonRetriesExhausted, Message: "all 2 attempts failed; attempt 2: PodFailed: exit code 3"},
+		},
+		{
+			name: "a not-retryable failure fails the run at once even with retries left",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Failed, Reason: v1alpha1.AttemptNotRetryable, Message: "exit code 2", Finished: failedAt}}},
+			p:    policy(5, 10, 300, 2),
+			now:  failedAt,
+			want: Step{Kind: Failed, Attempt: 1, At: failedAt, Reason: v1alpha1.ReasonNotRetryable, Message: "NotRetryable: exit code 2"},
+		},
+		{
+			name: "an attempt stopped for a start timeout counts as failed and is retried",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Stopped, Reason: v1alpha1.AttemptStartTimeout, Message: "pod x did not start", Finished: failedAt}}},
+			p:    policy(1, 10, 300, 2),
+			now:  failedAt.Add(time.Minute),
+			want: Step{Kind: StartAttempt, Attempt: 2, At: failedAt.Add(10 * time.Second), Reason: v1alpha1.AttemptStartTimeout, Message: "StartTimeout: pod x did not start"},
+		},
+		{
+			name: "an attempt stopped because a newer run replaced it stops the run",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Stopped, Reason: v1alpha1.AttemptReplaced, Finished: failedAt}}},
+			p:    policy(3, 10, 300, 2),
+			now:  failedAt,
+			want: Step{Kind: Stopped, Attempt: 1, At: failedAt, Reason: v1alpha1.AttemptReplaced, Message: "stopped: replaced by a newer run"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Next(&c.run, c.p, c.paused, c.now)
+			if got != c.want {
+				t.Fatalf("Next() =\n  %+v\nwant\n  %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// A run replayed through a fake clock: fail, wait, retry, fail, give up.
+func TestNextThroughAFakeClock(t *testing.T) {
+	clock := clocktesting.NewFakeClock(t0)
+	p := policy(2, 10, 300, 2)
+	run := runs.Run{ID: "0"}
+	fail := func() {
+		run.Attempts = append(run.Attempts, attempt(int32(len(run.Attempts)+1), runs.Failed, v1alpha1.AttemptPodFailed, clock.Now()))
+	}
+	wantKinds := []Kind{}
+	gotKinds := []Kind{}
+	step := func(want Kind) {
+		wantKinds = append(wantKinds, want)
+		gotKinds = append(gotKinds, Next(&run, p, false, clock.Now()).Kind)
+	}
+	step(StartAttempt)
+	fail()
+	step(WaitForRetry)
+	clock.Step(10 * time.Second)
+	step(StartAttempt)
+	fail()
+	clock.Step(19 * time.Second)
+	step(WaitForRetry)
+	clock.Step(time.Second)
+	step(StartAttempt)
+	fail()
+	step(Failed)
+	for i := range wantKinds {
+		if gotKinds[i] != wantKinds[i] {
+			t.Fatalf("step %d: got %s, want %s (all: %v)", i, gotKinds[i], wantKinds[i], gotKinds)
+		}
+	}
+}
+
+func TestCheckStart(t *testing.T) {
+	timeout := 5 * time.Minute
+	created := t0
+	cases := []struct {
+		name string
+		pods []PodStart
+		now  time.Time
+		want StartCheck
+	}{
+		{"a Job without pods is rechecked when the timeout ends", nil, t0.Add(time.Minute), StartCheck{RecheckAt: t0.Add(timeout)}},
+		{"a Job that still has no pod after the timeout is stuck", nil, t0.Add(timeout), StartCheck{Stuck: true, Message: "no pod was created within 5m0s"}},
+		{"running pods need no recheck", []PodStart{{Name: "a", Created: t0, Started: true}}, t0.Add(time.Hour), StartCheck{}},
+		{"a pending pod before its timeout is rechecked at its own deadline",
+			[]PodStart{{Name: "a", Created: t0.Add(time.Minute), WaitingReason: "ContainerCreating"}}, t0.Add(5 * time.Minute),
+			StartCheck{RecheckAt: t0.Add(6 * time.Minute)}},
+		{"a pod in image pull back-off past its timeout is stuck with that reason",
+			[]PodStart{{Name: "a", Created: t0, Started: true}, {Name: "b", Created: t0, WaitingReason: "ImagePullBackOff", WaitingMessage: "Back-off pulling image \"nope\""}},
+			t0.Add(timeout),
+			StartCheck{Stuck: true, Message: "pod b did not start within 5m0s: ImagePullBackOff: Back-off pulling image \"nope\""}},
+		{"an unschedulable pod past its timeout is stuck",
+			[]PodStart{{Name: "a", Created: t0, WaitingReason: "Unschedulable"}}, t0.Add(time.Hour),
+			StartCheck{Stuck: true, Message: "pod a did not start within 5m0s: Unschedulable"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := CheckStart(created, c.pods, timeout, c.now); got != c.want {
+				t.Fatalf("CheckStart() = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}

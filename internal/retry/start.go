@@ -1,0 +1,73 @@
+package retry
+
+import (
+	"fmt"
+	"time"
+)
+
+// PodStart is what the start timeout needs to know of one pod of an attempt.
+type PodStart struct {
+	Name    string
+	Created time.Time
+	// Started is true once the pod is Running or has terminated.
+	Started bool
+	// WaitingReason is a container's waiting reason (ImagePullBackOff,
+	// CreateContainerConfigError, ...) or "Unschedulable".
+	WaitingReason string
+	// WaitingMessage is the detail that goes with WaitingReason.
+	WaitingMessage string
+}
+
+// StartCheck is the verdict of the start timeout on an active attempt.
+type StartCheck struct {
+	// Stuck is true when a pod has not started within the timeout: the
+	// attempt must be stopped and fails with StartTimeout.
+	Stuck   bool
+	Message string
+	// RecheckAt is when to look again (zero when every pod started).
+	RecheckAt time.Time
+}
+
+// StartCheckDue reports whether the pods of an attempt created at jobCreated
+// may need a look: none can be stuck before the timeout has passed since
+// the Job itself was created.
+func StartCheckDue(jobCreated time.Time, timeout time.Duration, now time.Time) bool {
+	return !now.Before(jobCreated.Add(timeout))
+}
+
+// CheckStart applies the start timeout to an active attempt: it is stuck
+// when one of its pods is neither Running nor terminated timeout after the
+// pod was created, or when the Job still has no pod at all timeout after
+// it was created (a missing ServiceAccount or a quota keeps pods from
+// being created).
+func CheckStart(jobCreated time.Time, pods []PodStart, timeout time.Duration, now time.Time) StartCheck {
+	if len(pods) == 0 {
+		deadline := jobCreated.Add(timeout)
+		if now.Before(deadline) {
+			return StartCheck{RecheckAt: deadline}
+		}
+		return StartCheck{Stuck: true, Message: fmt.Sprintf("no pod was created within %s", timeout)}
+	}
+	var recheck time.Time
+	for _, p := range pods {
+		if p.Started {
+			continue
+		}
+		deadline := p.Created.Add(timeout)
+		if !now.Before(deadline) {
+			why := p.WaitingReason
+			if why == "" {
+				why = "Pending"
+			}
+			msg := fmt.Sprintf("pod %s did not start within %s: %s", p.Name, timeout, why)
+			if p.WaitingMessage != "" {
+				msg += ": " + p.WaitingMessage
+			}
+			return StartCheck{Stuck: true, Message: msg}
+		}
+		if recheck.IsZero() || deadline.Before(recheck) {
+			recheck = deadline
+		}
+	}
+	return StartCheck{RecheckAt: recheck}
+}
