@@ -85,7 +85,7 @@ type TaskSpec struct {
 	// Backoff is the delay between a failed attempt and the next:
 	// min(initialSeconds * factor^(n-1), maxSeconds) before attempt n+1.
 	// +optional
-	// +kubebuilder:default={}
+	// +kubebuilder:default={initialSeconds: 10, maxSeconds: 300, factor: 2}
 	Backoff *Backoff `json:"backoff,omitempty"`
 
 	// ActiveDeadlineSeconds bounds each attempt (the Job's

@@ -1,0 +1,156 @@
+// Command manager runs the task-operator controller: it turns Tasks into
+// Jobs and keeps their status.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/reconciler"
+)
+
+// Leader election needs its Lease, in the operator's own namespace only.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=task-operator-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=task-operator-system
+
+type options struct {
+	metricsAddr, probeAddr  string
+	leaderElect             bool
+	leaderElectionNamespace string
+	shellImage, runnerImage string
+	maxConcurrent           int
+	qps                     float64
+	burst                   int
+	logLevel                string
+	logFormat               string
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so only one replica reconciles (needed with more than one replica)")
+	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	flag.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
+	flag.StringVar(&o.runnerImage, "runner-image", "ghcr.io/taskops/task-operator:latest", "image holding /task-runner, run by http Tasks (the shipped Deployment sets it to its own image)")
+	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "Tasks reconciled in parallel")
+	flag.Float64Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, shared by all resource types; 0 means no client-side limit (API Priority and Fairness protects the server)")
+	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
+	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	flag.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
+	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "task-operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	logger, err := newLogger(o.logLevel, o.logFormat)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zapr.NewLogger(logger))
+	setupLog := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("no cluster to talk to: %w", err)
+	}
+	limitClient(cfg, o.qps, o.burst)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              "task-operator.batch.taskops.io",
+		LeaderElectionNamespace:       o.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         reconciler.CacheOptions(),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	r := &reconciler.TaskReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("task-operator"),
+		Clock:     clock.RealClock{},
+		Jobs:      jobs.Options{ShellImage: o.shellImage, RunnerImage: o.runnerImage},
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.maxConcurrent}); err != nil {
+		return fmt.Errorf("setting up the Task controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	setupLog.Info("starting", "shellImage", o.shellImage, "runnerImage", o.runnerImage, "leaderElect", o.leaderElect)
+	// A replica that loses its lease gets an error here and exits, so it
+	// never writes as a stale leader.
+	return mgr.Start(ctx)
+}
+
+// limitClient sets one client-side rate limit shared by every resource type
+// (controller-runtime otherwise gives each type its own bucket), or none.
+func limitClient(cfg *rest.Config, qps float64, burst int) {
+	if qps <= 0 {
+		cfg.QPS = -1 // no client-side limit
+		return
+	}
+	if burst <= 0 {
+		burst = int(qps * 1.5)
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
+}
+
+func newLogger(level, format string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	if format == "console" {
+		cfg = zap.NewDevelopmentConfig()
+	} else if format != "json" {
+		return nil, fmt.Errorf("--log-format must be json or console, not %q", format)
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.Sampling = nil
+	return cfg.Build()
+}

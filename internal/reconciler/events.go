@@ -1,0 +1,73 @@
+package reconciler
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+const (
+	eventNormal  = corev1.EventTypeNormal
+	eventWarning = corev1.EventTypeWarning
+)
+
+// event records an event on the Task; related is the Job it is about.
+func (r *TaskReconciler) event(task *v1alpha1.Task, related runtime.Object, typ string, reason v1alpha1.Reason, action, note string) {
+	if r.Recorder == nil {
+		return
+	}
+	if related == nil {
+		r.Recorder.Eventf(task, nil, typ, string(reason), action, "%s", head(note, maxMessage))
+		return
+	}
+	r.Recorder.Eventf(task, related, typ, string(reason), action, "%s", head(note, maxMessage))
+}
+
+// emitTransitionEvents tells what changed between the old and the new
+// status: a run finished, an attempt failed and a retry is scheduled, the
+// spec became invalid. Comparing statuses, not passes, keeps a repeated
+// pass from repeating its events.
+func (p *pass) emitTransitionEvents() {
+	r, task, old, st := p.r, p.task, p.old, &p.task.Status
+	for _, h := range st.History {
+		if h.Result == v1alpha1.RunResultRunning || historyFinal(old.History, h.RunID) {
+			continue
+		}
+		switch h.Result {
+		case v1alpha1.RunResultSucceeded:
+			r.event(task, nil, eventNormal, v1alpha1.EventRunSucceeded, "FinishRun", fmt.Sprintf("run %s %s", h.RunID, h.Message))
+		case v1alpha1.RunResultFailed:
+			r.event(task, nil, eventWarning, v1alpha1.EventRunFailed, "FinishRun", fmt.Sprintf("run %s failed for good: %s", h.RunID, h.Message))
+		}
+	}
+	if st.LastError != "" && st.LastError != old.LastError {
+		r.event(task, nil, eventWarning, v1alpha1.EventAttemptFailed, "ObserveJob", st.LastError)
+	}
+	if st.NextRetryTime != nil && (old.NextRetryTime == nil || !old.NextRetryTime.Equal(st.NextRetryTime)) {
+		r.event(task, nil, eventNormal, v1alpha1.EventRetryScheduled, "ScheduleRetry",
+			fmt.Sprintf("run %s: attempt %d starts at %s (in %s)", st.CurrentRun, st.Attempts+1,
+				st.NextRetryTime.UTC().Format(time.RFC3339), st.NextRetryTime.Sub(p.now).Round(time.Second)))
+	}
+	if p.invalid != nil {
+		oldC := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionStalled)
+		if oldC == nil || oldC.Reason != string(p.invalid.Reason) || oldC.Message != head(p.invalid.Message, maxMessage) {
+			reason := v1alpha1.EventInvalidSpec
+			if p.invalid.Reason == v1alpha1.ReasonInvalidSchedule {
+				reason = v1alpha1.EventInvalidSchedule
+			}
+			r.event(task, nil, eventWarning, reason, "Validate", p.invalid.Message)
+		}
+	}
+	if p.plan.RunNowToken != "" && p.plan.RunNowToken != old.LastRunNowToken && old.ObservedGeneration != 0 {
+		r.event(task, nil, eventNormal, v1alpha1.EventRunNowAccepted, "RunNow", "a new run-now token started a run")
+	}
+	if s := p.plan.Slots; s != nil && s.Missed > 0 {
+		r.event(task, nil, eventWarning, v1alpha1.EventMissedSchedules, "Schedule",
+			fmt.Sprintf("%d scheduled run(s) were missed (operator down or runs forbidden)", s.Missed))
+	}
+}

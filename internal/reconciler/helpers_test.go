@@ -1,0 +1,21 @@
+package reconciler_test
+
+import (
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+const time10s = 10 * time.Second

@@ -1,0 +1,134 @@
+// Package reconciler turns Tasks into Jobs. One pass reads the time once,
+// observes the Task's Jobs, asks the pure planners (internal/scheduler for
+// which runs start, internal/retry for each run's next attempt) what to do,
+// does it, and writes the status once, by patch with optimistic locking, only
+// when it changed.
+package reconciler
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+)
+
+// TaskReconciler reconciles Tasks.
+type TaskReconciler struct {
+	// Client reads from the cache and writes to the API server.
+	Client ctrl.Client
+	// APIReader reads from the API server directly: pods (never cached, so
+	// the operator does not hold every pod of the cluster in memory), and
+	// Jobs right after an AlreadyExists.
+	APIReader ctrl.Reader
+	Recorder  events.EventRecorder
+	// Clock is read once per pass; tests inject a fake one.
+	Clock clock.PassiveClock
+	// Jobs holds the images the Jobs run.
+	Jobs jobs.Options
+}
+
+// +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks/status,verbs=get;patch
+// +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks/finalizers,verbs=update
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one Task one step closer to what its spec asks.
+func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	task := &v1alpha1.Task{}
+	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	if !task.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, task)
+	}
+	if !controllerutil.ContainsFinalizer(task, v1alpha1.Finalizer) {
+		base := task.DeepCopy()
+		controllerutil.AddFinalizer(task, v1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return r.reconcileNormal(ctx, task)
+}
+
+// reconcileNormal runs one pass for a Task that is not being deleted.
+func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
+	p := &pass{r: r, task: task, old: task.Status.DeepCopy(), now: r.Clock.Now()}
+	wake, runErr := p.run(ctx)
+
+	task.Status = computeStatus(task, p.outcome())
+	if err := r.writeStatus(ctx, task, p.old); err != nil {
+		return reconcile.Result{}, err
+	}
+	p.emitTransitionEvents()
+	if runErr != nil {
+		return reconcile.Result{}, runErr
+	}
+	if p.expired {
+		return r.expire(ctx, task)
+	}
+	return requeueAt(wake, p.now), nil
+}
+
+// writeStatus patches the status when it changed, with optimistic locking:
+// a pass that read an outdated Task fails with a conflict and runs again,
+// so attempts and history never move backwards.
+func (r *TaskReconciler) writeStatus(ctx context.Context, task *v1alpha1.Task, old *v1alpha1.TaskStatus) error {
+	if equality.Semantic.DeepEqual(*old, task.Status) {
+		return nil
+	}
+	base := task.DeepCopy()
+	base.Status = *old
+	return r.Client.Status().Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{}))
+}
+
+// expire deletes a finished one-shot Task whose ttlSecondsAfterFinished
+// passed; the finalizer then cleans up its Jobs.
+func (r *TaskReconciler) expire(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
+	log.FromContext(ctx).Info("deleting finished Task: ttlSecondsAfterFinished passed")
+	r.event(task, nil, eventNormal, v1alpha1.EventTaskExpired, "Delete", "ttlSecondsAfterFinished passed; deleting the Task")
+	err := r.Client.Delete(ctx, task, ctrl.Preconditions{UID: &task.UID})
+	return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+}
+
+// requeueAt turns the earliest wake-up time into an exact RequeueAfter.
+func requeueAt(wake, now time.Time) reconcile.Result {
+	if wake.IsZero() {
+		return reconcile.Result{}
+	}
+	d := wake.Sub(now)
+	if d < time.Second {
+		// The planners act on "now >= at", so a wake-up in the past would
+		// already have been acted on; a small floor keeps a clock oddity
+		// from ever becoming a hot loop.
+		d = time.Second
+	}
+	return reconcile.Result{RequeueAfter: d}
+}
+
+// ownedJobsIndex indexes Jobs by the UID of their controller.
+const ownedJobsIndex = ".metadata.controllerUID"
+
+// JobControllerUID is the index function of ownedJobsIndex.
+func JobControllerUID(obj ctrl.Object) []string {
+	job := obj.(*batchv1.Job)
+	for _, ref := range job.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "Task" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+			return []string{string(ref.UID)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,354 @@
+package reconciler_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/reconciler"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// The suite runs one real kube-apiserver + etcd and one manager whose
+// reconciler reads a fake clock, so tests move time without waiting.
+var (
+	ctx       context.Context
+	k8s       client.Client // direct to the API server, no cache
+	restCfg   *rest.Config
+	fakeClock *clocktesting.FakeClock
+	rec       *reconciler.TaskReconciler
+	jobOpts   = jobs.Options{ShellImage: "busybox:test", RunnerImage: "runner:test"}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	env, err := testutil.NewEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	restCfg = cfg
+
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fakeClock = clocktesting.NewFakeClock(time.Now())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 testutil.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  suiteCacheOptions(),
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	rec = &reconciler.TaskReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("task-operator"), Clock: fakeClock, Jobs: jobOpts,
+	}
+	if err := rec.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "manager:", err)
+		}
+	}()
+
+	// A second manager runs no controller: its cache serves reconcilers the
+	// tests drive by hand, on Tasks labelled manual that the first ignores.
+	manualMgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: testutil.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: reconciler.CacheOptions(),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := reconciler.IndexJobs(ctx, manualMgr.GetFieldIndexer()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	manualClient, manualReader = manualMgr.GetClient(), manualMgr.GetAPIReader()
+	go func() { _ = manualMgr.Start(ctx) }()
+	if !manualMgr.GetCache().WaitForCacheSync(ctx) {
+		fmt.Fprintln(os.Stderr, "manual cache did not sync")
+		return 1
+	}
+	return m.Run()
+}
+
+// manualLabel marks Tasks only hand-driven reconcilers handle.
+const manualLabel = "test.taskops.io/manual"
+
+var (
+	manualClient client.Client
+	manualReader client.Reader
+)
+
+// suiteCacheOptions is the operator's cache, minus the manual Tasks.
+func suiteCacheOptions() cache.Options {
+	opts := reconciler.CacheOptions()
+	notManual, err := labels.Parse("!" + manualLabel)
+	if err != nil {
+		panic(err)
+	}
+	opts.ByObject[&v1alpha1.Task{}] = cache.ByObject{Label: notManual}
+	return opts
+}
+
+// manualReconciler is a reconciler the test drives by hand, as a second
+// replica or a restarted operator would run; c wraps its client.
+func manualReconciler(c client.Client) *reconciler.TaskReconciler {
+	if c == nil {
+		c = manualClient
+	}
+	return &reconciler.TaskReconciler{Client: c, APIReader: manualReader, Clock: fakeClock, Jobs: jobOpts}
+}
+
+// --- builders ---------------------------------------------------------------
+
+type taskOpt func(*v1alpha1.Task)
+
+var nsCounter atomic.Int32
+
+// newNamespace makes a namespace of its own for a test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d-%d", time.Now().Unix()%100000, nsCounter.Add(1))}}
+	must(t, k8s.Create(ctx, ns))
+	return ns.Name
+}
+
+// newTask builds a shell Task. Tests that do not test the start timeout get
+// a long one, so a clock moved forward by another step does not trip it.
+func newTask(ns, name string, opts ...taskOpt) *v1alpha1.Task {
+	t := &v1alpha1.Task{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.TaskSpec{
+			Type:                v1alpha1.TaskTypeShell,
+			Shell:               "echo hello",
+			StartTimeoutSeconds: ptr.To[int32](86400),
+		},
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+func maxRetry(n int32) taskOpt { return func(t *v1alpha1.Task) { t.Spec.MaxRetry = n } }
+func replicas(n int32) taskOpt { return func(t *v1alpha1.Task) { t.Spec.Replicas = n } }
+func startTimeout(s int32) taskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.StartTimeoutSeconds = ptr.To(s) }
+}
+func annotate(k, v string) taskOpt {
+	return func(t *v1alpha1.Task) {
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		t.Annotations[k] = v
+	}
+}
+func httpTask(url string) taskOpt {
+	return func(t *v1alpha1.Task) {
+		t.Spec.Type, t.Spec.Shell, t.Spec.URL = v1alpha1.TaskTypeHTTP, "", url
+	}
+}
+
+// --- observing ----------------------------------------------------------------
+
+// eventually polls check until it reports done, failing the test with the
+// last thing check said when the deadline passes.
+func eventually(t *testing.T, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := check()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(50 * time.Millisecond) // polling interval, not a condition
+	}
+	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+}
+
+func getTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {
+	t.Helper()
+	got := &v1alpha1.Task{}
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(task), got))
+	return got
+}
+
+// waitTask waits until the stored Task satisfies ok.
+func waitTask(t *testing.T, task *v1alpha1.Task, what string, ok func(*v1alpha1.Task) bool) *v1alpha1.Task {
+	t.Helper()
+	var got *v1alpha1.Task
+	eventually(t, what, func() (bool, string) {
+		got = &v1alpha1.Task{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(task), got); err != nil {
+			return false, err.Error()
+		}
+		return ok(got), fmt.Sprintf("status %s", statusSummary(got))
+	})
+	return got
+}
+
+func statusSummary(t *v1alpha1.Task) string {
+	s := t.Status
+	conds := ""
+	for _, c := range s.Conditions {
+		conds += fmt.Sprintf(" %s=%s(%s)", c.Type, c.Status, c.Reason)
+	}
+	return fmt.Sprintf("phase=%s run=%s attempts=%d active=%d lastError=%q%s", s.Phase, s.CurrentRun, s.Attempts, len(s.Active), s.LastError, conds)
+}
+
+func phaseIs(p v1alpha1.TaskPhase) func(*v1alpha1.Task) bool {
+	return func(t *v1alpha1.Task) bool {
+		return t.Status.Phase == p && t.Status.ObservedGeneration == t.Generation
+	}
+}
+
+// jobsOf lists the Task's Jobs from the API server, by name.
+func jobsOf(t *testing.T, task *v1alpha1.Task) []batchv1.Job {
+	t.Helper()
+	var list batchv1.JobList
+	must(t, k8s.List(ctx, &list, client.InNamespace(task.Namespace), testutil.TaskLabel(task)))
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+// waitJobs waits until the Task has n Jobs and returns them.
+func waitJobs(t *testing.T, task *v1alpha1.Task, n int) []batchv1.Job {
+	t.Helper()
+	var js []batchv1.Job
+	eventually(t, fmt.Sprintf("%d Job(s) of %s", n, task.Name), func() (bool, string) {
+		js = jobsOf(t, task)
+		return len(js) == n, fmt.Sprintf("%d Jobs", len(js))
+	})
+	return js
+}
+
+// jobOf finds the Job of one run and attempt.
+func jobOf(t *testing.T, task *v1alpha1.Task, run string, attempt int) *batchv1.Job {
+	t.Helper()
+	for _, j := range jobsOf(t, task) {
+		if j.Labels[v1alpha1.LabelRun] == run && j.Labels[v1alpha1.LabelAttempt] == strconv.Itoa(attempt) {
+			return &j
+		}
+	}
+	t.Fatalf("no Job for run %s attempt %d", run, attempt)
+	return nil
+}
+
+func condition(t *v1alpha1.Task, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(t.Status.Conditions, typ)
+}
+
+// assertConditions checks Ready, Failed, Reconciling and Stalled against a
+// row of the contract's table, and that each has observedGeneration.
+func assertConditions(t *testing.T, task *v1alpha1.Task, ready, failed, reconciling, stalled metav1.ConditionStatus) {
+	t.Helper()
+	want := map[string]metav1.ConditionStatus{
+		v1alpha1.ConditionReady: ready, v1alpha1.ConditionFailed: failed,
+		v1alpha1.ConditionReconciling: reconciling, v1alpha1.ConditionStalled: stalled,
+	}
+	for typ, status := range want {
+		c := condition(task, typ)
+		if c == nil {
+			t.Fatalf("condition %s missing: %s", typ, statusSummary(task))
+		}
+		if c.Status != status {
+			t.Fatalf("condition %s = %s, want %s: %s", typ, c.Status, status, statusSummary(task))
+		}
+		if c.ObservedGeneration != task.Generation {
+			t.Fatalf("condition %s has observedGeneration %d, want %d", typ, c.ObservedGeneration, task.Generation)
+		}
+	}
+}
+
+// --- acting -------------------------------------------------------------------
+
+// poke changes an annotation, which makes the operator look at the Task
+// again (used after moving the fake clock).
+func poke(t *testing.T, task *v1alpha1.Task) {
+	t.Helper()
+	fresh := getTask(t, task)
+	patch := client.MergeFrom(fresh.DeepCopy())
+	if fresh.Annotations == nil {
+		fresh.Annotations = map[string]string{}
+	}
+	fresh.Annotations["test.taskops.io/poke"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+	must(t, k8s.Patch(ctx, fresh, patch))
+}
+
+// setRunNow sets the run-now annotation to token.
+func setRunNow(t *testing.T, task *v1alpha1.Task, token string) {
+	t.Helper()
+	fresh := getTask(t, task)
+	patch := client.MergeFrom(fresh.DeepCopy())
+	if fresh.Annotations == nil {
+		fresh.Annotations = map[string]string{}
+	}
+	fresh.Annotations[v1alpha1.AnnotationRunNow] = token
+	must(t, k8s.Patch(ctx, fresh, patch))
+}
+
+// reconcileOnce runs one pass by hand, next to the manager's.
+func reconcileOnce(t *testing.T, r *reconciler.TaskReconciler, task *v1alpha1.Task) reconcile.Result {
+	t.Helper()
+	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

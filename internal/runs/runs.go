@@ -1,0 +1,225 @@
+// Package runs turns the child Jobs of a Task into the runs and attempts they
+// record. It is pure: everything the operator decides starts from this view,
+// which is why status can always be rebuilt from the Jobs that exist.
+package runs
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// Phase is where an attempt stands.
+type Phase string
+
+const (
+	// Active: the Job is running (or waiting for its pods).
+	Active Phase = "Active"
+	// Succeeded: the Job completed.
+	Succeeded Phase = "Succeeded"
+	// Failed: the Job failed.
+	Failed Phase = "Failed"
+	// Stopped: the operator stopped (suspended) the Job; Reason says why.
+	Stopped Phase = "Stopped"
+)
+
+// Attempt is what one child Job says about one attempt of a run.
+type Attempt struct {
+	Number  int32
+	JobName string
+	Phase   Phase
+	// Reason and Message explain a Failed or Stopped attempt.
+	Reason  v1alpha1.Reason
+	Message string
+	// Created is the Job's creation time; Finished is when it completed,
+	// failed (the Failed condition's time: a failed Job has no
+	// completionTime) or was stopped. Finished is zero while Active.
+	Created  time.Time
+	Finished time.Time
+	// Generation is the Task generation the Job was built from.
+	Generation int64
+	// PodsStarted is true once every pod of the Job is ready or finished, so
+	// the start timeout no longer needs checking.
+	PodsStarted bool
+}
+
+// Run is one execution the user asked for: its attempts, oldest first.
+type Run struct {
+	ID        string
+	Scheduled *time.Time
+	Attempts  []Attempt
+}
+
+// Latest is the newest attempt of the run.
+func (r *Run) Latest() *Attempt { return &r.Attempts[len(r.Attempts)-1] }
+
+// Started is when the run's first attempt was created.
+func (r *Run) Started() time.Time { return r.Attempts[0].Created }
+
+// Attempt returns attempt n of the run, or nil.
+func (r *Run) Attempt(n int32) *Attempt {
+	for i := range r.Attempts {
+		if r.Attempts[i].Number == n {
+			return &r.Attempts[i]
+		}
+	}
+	return nil
+}
+
+// FromJobs groups the Jobs controlled by the Task with UID owner into runs,
+// oldest run first. Jobs another object controls, or that lack our labels,
+// are ignored: a Job with our name counts as ours only through its
+// controller reference.
+func FromJobs(owner types.UID, jobs []batchv1.Job) []Run {
+	byID := map[string]*Run{}
+	for i := range jobs {
+		job := &jobs[i]
+		if !controlledBy(job, owner) {
+			continue
+		}
+		runID := job.Labels[v1alpha1.LabelRun]
+		n, err := strconv.ParseInt(job.Labels[v1alpha1.LabelAttempt], 10, 32)
+		if runID == "" || err != nil || n < 1 {
+			continue
+		}
+		run := byID[runID]
+		if run == nil {
+			run = &Run{ID: runID, Scheduled: scheduledTime(job)}
+			byID[runID] = run
+		}
+		run.Attempts = append(run.Attempts, AttemptOf(job, int32(n)))
+	}
+	out := make([]Run, 0, len(byID))
+	for _, r := range byID {
+		sort.Slice(r.Attempts, func(i, j int) bool { return r.Attempts[i].Number < r.Attempts[j].Number })
+		out = append(out, *r)
+	}
+	SortOldestFirst(out)
+	return out
+}
+
+// SortOldestFirst orders runs by when they started. Creation times have
+// one-second resolution, so ties fall back to the scheduled slot and then
+// the id, with the initial run "0" first.
+func SortOldestFirst(rs []Run) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, b := rs[i].Started(), rs[j].Started()
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		if rs[i].Scheduled != nil && rs[j].Scheduled != nil && !rs[i].Scheduled.Equal(*rs[j].Scheduled) {
+			return rs[i].Scheduled.Before(*rs[j].Scheduled)
+		}
+		if (rs[i].ID == "0") != (rs[j].ID == "0") {
+			return rs[i].ID == "0"
+		}
+		return rs[i].ID < rs[j].ID
+	})
+}
+
+// AttemptOf reads one Job as attempt n.
+func AttemptOf(job *batchv1.Job, n int32) Attempt {
+	a := Attempt{
+		Number:     n,
+		JobName:    job.Name,
+		Phase:      Active,
+		Created:    job.CreationTimestamp.Time,
+		Generation: annotationInt(job, v1alpha1.AnnotationGeneration),
+	}
+	completions := int32(1)
+	if job.Spec.Completions != nil {
+		completions = *job.Spec.Completions
+	}
+	ready := int32(0)
+	if job.Status.Ready != nil {
+		ready = *job.Status.Ready
+	}
+	a.PodsStarted = ready+job.Status.Succeeded+job.Status.Failed >= completions
+
+	// A Job that completed before our stop took effect still succeeded.
+	if c := condition(job, batchv1.JobComplete); c != nil {
+		a.Phase = Succeeded
+		a.Finished = c.LastTransitionTime.Time
+		if job.Status.CompletionTime != nil {
+			a.Finished = job.Status.CompletionTime.Time
+		}
+		return a
+	}
+	if reason, ok := job.Annotations[v1alpha1.AnnotationStopReason]; ok {
+		a.Phase = Stopped
+		a.Reason = v1alpha1.Reason(reason)
+		a.Message = job.Annotations[v1alpha1.AnnotationStopMessage]
+		if t, err := time.Parse(time.RFC3339, job.Annotations[v1alpha1.AnnotationStopTime]); err == nil {
+			a.Finished = t
+		} else {
+			a.Finished = a.Created
+		}
+		return a
+	}
+	if c := condition(job, batchv1.JobFailed); c != nil {
+		a.Phase = Failed
+		a.Reason = failureReason(c)
+		a.Message = c.Message
+		a.Finished = c.LastTransitionTime.Time
+	}
+	return a
+}
+
+// failureReason maps the Job controller's Failed condition to an attempt
+// failure reason. With backoffLimit 0 any failed pod fails the Job
+// (BackoffLimitExceeded); the only FailJob rule of our pod failure policy is
+// the http runner's exit code 2, which must not be retried.
+func failureReason(c *batchv1.JobCondition) v1alpha1.Reason {
+	switch c.Reason {
+	case batchv1.JobReasonDeadlineExceeded:
+		return v1alpha1.AttemptDeadlineExceeded
+	case batchv1.JobReasonBackoffLimitExceeded:
+		return v1alpha1.AttemptPodFailed
+	case batchv1.JobReasonPodFailurePolicy:
+		if strings.Contains(c.Message, "FailJob") {
+			return v1alpha1.AttemptNotRetryable
+		}
+		return v1alpha1.AttemptPodFailed
+	}
+	return v1alpha1.AttemptJobFailed
+}
+
+func condition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range job.Status.Conditions {
+		c := &job.Status.Conditions[i]
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+func controlledBy(job *batchv1.Job, owner types.UID) bool {
+	ref := metav1.GetControllerOf(job)
+	return ref != nil && ref.UID == owner
+}
+
+func scheduledTime(job *batchv1.Job) *time.Time {
+	v, ok := job.Annotations[v1alpha1.AnnotationScheduledTime]
+	if !ok {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
+func annotationInt(job *batchv1.Job, key string) int64 {
+	n, _ := strconv.ParseInt(job.Annotations[key], 10, 64)
+	return n
+}

@@ -1,0 +1,64 @@
+// Package testutil holds what the integration tests share: a real
+// kube-apiserver + etcd (envtest) built from pinned modules, and a stand-in
+// for the Job controller, which envtest does not run.
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// RepoRoot is the repository's top folder.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Scheme knows the built-in types and Tasks.
+func Scheme() *apiruntime.Scheme {
+	s := apiruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Assets returns the folder holding etcd and kube-apiserver: the
+// KUBEBUILDER_ASSETS folder when it has them, else the project's own
+// build (hack/k8s-binaries.sh, which builds them on first use).
+func Assets() (string, error) {
+	cmd := exec.Command(filepath.Join(RepoRoot(), "hack", "k8s-binaries.sh"), "etcd", "kube-apiserver")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("getting etcd and kube-apiserver with hack/k8s-binaries.sh: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// NewEnv is an envtest environment with the Task CRD installed.
+func NewEnv() (*envtest.Environment, error) {
+	assets, err := Assets()
+	if err != nil {
+		return nil, err
+	}
+	return &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+		Scheme:                Scheme(),
+	}, nil
+}
