@@ -1,0 +1,240 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// These tests send Tasks to a real kube-apiserver with the generated CRD:
+// what the contract refuses must be refused at admission, with a message
+// naming the field, and valid Tasks must pass.
+
+var (
+	ctx = context.Background()
+	k8s client.Client
+)
+
+const ns = "default"
+
+func TestMain(m *testing.M) {
+	env, err := testutil.NewEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		os.Exit(1)
+	}
+	k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()})
+	code := 1
+	if err == nil {
+		code = m.Run()
+	} else {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func shellTask(name string, change func(*v1alpha1.Task)) *v1alpha1.Task {
+	t := &v1alpha1.Task{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "echo hi"},
+	}
+	if change != nil {
+		change(t)
+	}
+	return t
+}
+
+func httpTask(name string, change func(*v1alpha1.Task)) *v1alpha1.Task {
+	return shellTask(name, func(t *v1alpha1.Task) {
+		t.Spec.Type, t.Spec.Shell, t.Spec.URL = v1alpha1.TaskTypeHTTP, "", "https://example.com/hook"
+		if change != nil {
+			change(t)
+		}
+	})
+}
+
+func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
+	cases := []struct {
+		name string
+		task *v1alpha1.Task
+		want []string // substrings of the API server's error
+	}{
+		{"a name with dots is refused", shellTask("my.task", nil),
+			[]string{"metadata.name must be a DNS-1123 label"}},
+		{"a name longer than 63 characters is refused", shellTask(strings.Repeat("a", 64), nil),
+			[]string{"metadata.name must be a DNS-1123 label"}},
+		{"an unknown type is refused", shellTask("bad-type", func(t *v1alpha1.Task) { t.Spec.Type = "python" }),
+			[]string{"spec.type", "Unsupported value"}},
+		{"a shell Task without shell is refused", shellTask("no-shell", func(t *v1alpha1.Task) { t.Spec.Shell = "" }),
+			[]string{"spec.shell is required when type is shell"}},
+		{"a shell Task with a url is refused", shellTask("shell-url", func(t *v1alpha1.Task) { t.Spec.URL = "https://x.example" }),
+			[]string{"spec.url is only allowed when type is http"}},
+		{"an http Task without url is refused", httpTask("no-url", func(t *v1alpha1.Task) { t.Spec.URL = "" }),
+			[]string{"spec.url is required when type is http"}},
+		{"an ftp url is refused", httpTask("ftp-url", func(t *v1alpha1.Task) { t.Spec.URL = "ftp://example.com/x" }),
+			[]string{"spec.url", "absolute http:// or https:// URL"}},
+		{"a relative url is refused", httpTask("rel-url", func(t *v1alpha1.Task) { t.Spec.URL = "/hook" }),
+			[]string{"spec.url", "absolute http:// or https:// URL"}},
+		{"an http Task with an image is refused", httpTask("http-image", func(t *v1alpha1.Task) { t.Spec.Image = "busybox" }),
+			[]string{"spec.image is only allowed when type is shell"}},
+		{"a shell Task with an http block is refused", shellTask("shell-http", func(t *v1alpha1.Task) { t.Spec.HTTP = &v1alpha1.HTTPSpec{} }),
+			[]string{"spec.http is only allowed when type is http"}},
+		{"zero replicas are refused", shellTask("zero", func(t *v1alpha1.Task) { t.Spec.Replicas = -1 }),
+			[]string{"spec.replicas", "greater than or equal to 1"}},
+		{"more than 100 replicas are refused", shellTask("wide", func(t *v1alpha1.Task) { t.Spec.Replicas = 101 }),
+			[]string{"spec.replicas", "less than or equal to 100"}},
+		{"more than 100 retries are refused", shellTask("stubborn", func(t *v1alpha1.Task) { t.Spec.MaxRetry = 101 }),
+			[]string{"spec.maxRetry", "less than or equal to 100"}},
+		{"a backoff cap below its initial delay is refused", shellTask("backoff", func(t *v1alpha1.Task) {
+			t.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: 60, MaxSeconds: 10, Factor: 2}
+		}), []string{"spec.backoff", "maxSeconds must be greater than or equal to"}},
+		{"a reserved pod label is refused", shellTask("label", func(t *v1alpha1.Task) {
+			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"batch.taskops.io/run": "x"}}
+		}), []string{"spec.podMetadata.labels", "cannot set batch.taskops.io/*"}},
+		{"a reserved pod annotation is refused", shellTask("annotation", func(t *v1alpha1.Task) {
+			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Annotations: map[string]string{"job-name": "x"}}
+		}), []string{"spec.podMetadata.annotations"}},
+		{"an env name reserved for the runner is refused", shellTask("env", func(t *v1alpha1.Task) {
+			t.Spec.Env = []v1alpha1.EnvVar{{Name: "TASK_HTTP_URL", Value: ptr.To("x")}}
+		}), []string{"spec.env", "TASK_HTTP_"}},
+		{"a CRON_TZ prefix is refused", shellTask("crontz", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("CRON_TZ=UTC * * * * *") }),
+			[]string{"spec.schedule", "set spec.timeZone instead"}},
+		{"a schedule with three fields is refused", shellTask("three", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("* * *") }),
+			[]string{"spec.schedule must be 5 space-separated cron fields"}},
+		{"a time zone without a schedule is refused", shellTask("tz", func(t *v1alpha1.Task) { t.Spec.TimeZone = ptr.To("Europe/Berlin") }),
+			[]string{"spec.timeZone is only allowed with spec.schedule"}},
+		{"a ttl on a cron Task is refused", shellTask("ttl", func(t *v1alpha1.Task) {
+			t.Spec.Schedule, t.Spec.TTLSecondsAfterFinished = ptr.To("@hourly"), ptr.To[int32](60)
+		}), []string{"spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks"}},
+		{"a header with both a value and a Secret is refused", httpTask("header", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Headers: []v1alpha1.HTTPHeader{{Name: "X-Key", Value: ptr.To("a"),
+				ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "s", Key: "k"}}}}}
+		}), []string{"spec.http.headers[0]", "exactly one of value or valueFrom"}},
+		{"a header name with a space is refused", httpTask("header-name", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Headers: []v1alpha1.HTTPHeader{{Name: "X Key", Value: ptr.To("a")}}}
+		}), []string{"spec.http.headers[0].name"}},
+		{"a success code below 100 is refused", httpTask("codes", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{SuccessCodes: []int32{99}}
+		}), []string{"spec.http.successCodes[0]", "greater than or equal to 100"}},
+		{"an unknown HTTP method is refused", httpTask("method", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Method: "FETCH"}
+		}), []string{"spec.http.method", "Unsupported value"}},
+		{"a shell script over 32 KiB is refused", shellTask("big", func(t *v1alpha1.Task) { t.Spec.Shell = strings.Repeat("x", 32769) }),
+			[]string{"spec.shell", "Too long"}},
+		{"an unknown concurrency policy is refused", shellTask("policy", func(t *v1alpha1.Task) { t.Spec.ConcurrencyPolicy = "Sometimes" }),
+			[]string{"spec.concurrencyPolicy", "Unsupported value"}},
+		{"a url over 2 KiB is refused", httpTask("long-url", func(t *v1alpha1.Task) { t.Spec.URL = "https://x.example/" + strings.Repeat("a", 2048) }),
+			[]string{"spec.url", "Too long"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := k8s.Create(ctx, c.task, client.DryRunAll)
+			if err == nil {
+				t.Fatalf("the API server accepted %s", c.name)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
+	full := httpTask("full-http", func(t *v1alpha1.Task) {
+		t.Spec.HTTP = &v1alpha1.HTTPSpec{Method: "POST", Body: `{"a":1}`, SuccessCodes: []int32{200, 202}, TimeoutSeconds: 10,
+			Headers: []v1alpha1.HTTPHeader{
+				{Name: "Content-Type", Value: ptr.To("application/json")},
+				{Name: "Authorization", ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "api", Key: "token"}}},
+			}}
+		t.Spec.MaxRetry, t.Spec.Replicas = 3, 2
+		t.Spec.Env = []v1alpha1.EnvVar{{Name: "MODE", Value: ptr.To("ci")},
+			{Name: "POD", ValueFrom: &v1alpha1.EnvVarSource{FieldRef: &v1alpha1.FieldSelector{FieldPath: "metadata.name"}}}}
+		t.Spec.Resources = &v1alpha1.Resources{Requests: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("10m")}}
+		t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": "billing"}}
+		t.Spec.TTLSecondsAfterFinished = ptr.To[int32](3600)
+	})
+	cron := shellTask("nightly", func(t *v1alpha1.Task) {
+		t.Spec.Schedule, t.Spec.TimeZone = ptr.To("30 2 * * *"), ptr.To("Europe/Berlin")
+		t.Spec.ConcurrencyPolicy, t.Spec.StartingDeadlineSeconds = v1alpha1.ReplaceConcurrent, ptr.To[int64](300)
+	})
+	every := shellTask("every", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("@every 90s") })
+	for _, task := range []*v1alpha1.Task{shellTask("minimal", nil), full, cron, every,
+		shellTask(strings.Repeat("a", 63), nil)} {
+		t.Run(task.Name, func(t *testing.T) {
+			if err := k8s.Create(ctx, task, client.DryRunAll); err != nil {
+				t.Fatalf("a valid Task was refused: %v", err)
+			}
+		})
+	}
+
+	minimal := shellTask("defaults", nil)
+	must(t, k8s.Create(ctx, minimal))
+	s := minimal.Spec
+	if s.Replicas != 1 || s.MaxRetry != 0 || s.ConcurrencyPolicy != v1alpha1.ForbidConcurrent || *s.StartTimeoutSeconds != 300 ||
+		*s.Backoff != (v1alpha1.Backoff{InitialSeconds: 10, MaxSeconds: 300, Factor: 2}) ||
+		*s.SuccessfulRunsHistoryLimit != 3 || *s.FailedRunsHistoryLimit != 1 || *s.Suspend {
+		t.Fatalf("defaults not applied: %+v", s)
+	}
+}
+
+func TestImmutableFieldsCannotChange(t *testing.T) {
+	task := shellTask("immutable", nil)
+	must(t, k8s.Create(ctx, task))
+	cases := []struct {
+		name   string
+		change func(*v1alpha1.Task)
+		want   string
+	}{
+		{"the type cannot change", func(t *v1alpha1.Task) {
+			t.Spec.Type, t.Spec.Shell, t.Spec.URL = v1alpha1.TaskTypeHTTP, "", "https://x.example"
+		},
+			"spec.type is immutable"},
+		{"a one-shot Task cannot gain a schedule", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("@hourly") },
+			"spec.schedule cannot be added or removed after creation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fresh := &v1alpha1.Task{}
+			must(t, k8s.Get(ctx, client.ObjectKeyFromObject(task), fresh))
+			c.change(fresh)
+			err := k8s.Update(ctx, fresh, client.DryRunAll)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	fresh := &v1alpha1.Task{}
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(task), fresh))
+	fresh.Spec.Shell, fresh.Spec.MaxRetry = "echo changed", 2
+	if err := k8s.Update(ctx, fresh, client.DryRunAll); err != nil {
+		t.Fatalf("a mutable field could not change: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
