@@ -352,3 +352,10 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func getJob(t *testing.T, job *batchv1.Job) *batchv1.Job {
+	t.Helper()
+	got := &batchv1.Job{}
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(job), got))
+	return got
+}
