@@ -52,6 +52,19 @@ build: ## Build the manager and the task runner into bin/.
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/manager ./cmd/manager
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/task-runner ./cmd/task-runner
 
+##@ Running
+
+# The project's own kubectl, the same version as the cluster it builds.
+KUBECTL ?= $(shell hack/k8s-binaries.sh kubectl)/kubectl
+
+.PHONY: install
+install: ## Install the CRD into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side -f config/crd/bases
+
+.PHONY: run
+run: ## Run the operator locally against the cluster of the current kubeconfig.
+	go run ./cmd/manager --log-format=console --metrics-bind-address=0 --health-probe-bind-address=0
+
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)/.cg
 	GOBIN=$(LOCALBIN)/.cg go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
