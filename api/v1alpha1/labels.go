@@ -31,4 +31,8 @@ const (
 	AnnotationScheduledTime = "batch.taskops.io/scheduled-time"
 	// AnnotationGeneration records the Task generation a Job was built from.
 	AnnotationGeneration = "batch.taskops.io/generation"
+	// AnnotationRunNowToken records on a Job the hash of the run-now token
+	// consumed when it was created, so a consumed token stays consumed even
+	// if the status write of that pass is lost.
+	AnnotationRunNowToken = "batch.taskops.io/run-now-token"
 )

@@ -45,6 +45,19 @@ func ScheduledRunID(slot time.Time) string {
 }
 
 // TokenHash is the lowercase hex sha256 of a run-now token. The status
+
+// SlotOfRunID is the slot of a scheduled run id ("s<unix seconds>").
+func SlotOfRunID(runID string) (time.Time, bool) {
+	if !strings.HasPrefix(runID, "s") {
+		return time.Time{}, false
+	}
+	sec, err := strconv.ParseInt(runID[1:], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, 0).UTC(), true
+}
+
 // records this hash (not the token) as the last consumed token.
 func TokenHash(token string) string {
 	sum := sha256.Sum256([]byte(token))

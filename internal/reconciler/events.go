@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/scheduler"
 )
 
 const (
@@ -66,8 +67,31 @@ func (p *pass) emitTransitionEvents() {
 	if p.plan.RunNowToken != "" && p.plan.RunNowToken != old.LastRunNowToken && old.ObservedGeneration != 0 {
 		r.event(task, nil, eventNormal, v1alpha1.EventRunNowAccepted, "RunNow", "a new run-now token started a run")
 	}
-	if s := p.plan.Slots; s != nil && s.Missed > 0 {
+	if s := p.plan.Slots; s != nil && !s.Due.IsZero() && (old.LastScheduleTime == nil || s.Due.After(old.LastScheduleTime.Time)) {
+		p.slotEvents(s)
+	}
+}
+
+// slotEvents reports a newly due slot that did not start, and slots that
+// were missed (the operator was down, or runs were too late).
+func (p *pass) slotEvents(s *scheduler.Slots) {
+	r, task := p.r, p.task
+	slot := s.Due.UTC().Format(time.RFC3339)
+	switch p.plan.SkippedSlot {
+	case scheduler.SkipTooLate:
+		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
+			fmt.Sprintf("slot %s skipped: it could not start within startingDeadlineSeconds", slot))
+	case scheduler.SkipSuspended:
+		r.event(task, nil, eventNormal, v1alpha1.EventSlotSkipped, "Schedule", fmt.Sprintf("slot %s skipped: the Task is suspended", slot))
+	case scheduler.SkipEdited:
+		r.event(task, nil, eventNormal, v1alpha1.EventSlotSkipped, "Schedule",
+			fmt.Sprintf("slot %s skipped: it fell due before the spec edit was seen, and an edit never starts a run", slot))
+	case scheduler.SkipForbidden:
+		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
+			fmt.Sprintf("slot %s skipped: a run is still active (concurrencyPolicy: Forbid)", slot))
+	}
+	if s.Missed > 0 {
 		r.event(task, nil, eventWarning, v1alpha1.EventMissedSchedules, "Schedule",
-			fmt.Sprintf("%d scheduled run(s) were missed (operator down or runs forbidden)", s.Missed))
+			fmt.Sprintf("%d earlier slot(s) were missed; only the newest slot, %s, was considered", s.Missed, slot))
 	}
 }

@@ -28,6 +28,9 @@ import (
 // invalid makes the spec InvalidSpec, without retrying in a loop.
 func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, scheduled *time.Time) error {
 	job := jobs.Build(p.task, runID, attempt, scheduled, p.r.Jobs)
+	if token := p.consumedToken(); token != "" {
+		job.Annotations[v1alpha1.AnnotationRunNowToken] = token
+	}
 	err := p.r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
@@ -50,6 +53,14 @@ func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, sc
 	}
 	p.addAttempt(runID, scheduled, runs.AttemptOf(job, attempt))
 	return nil
+}
+
+// consumedToken is the run-now token hash the status holds after this pass.
+func (p *pass) consumedToken() string {
+	if p.plan.RunNowToken != "" {
+		return p.plan.RunNowToken
+	}
+	return p.old.LastRunNowToken
 }
 
 // addAttempt records a Job this pass made (or found) in the observed runs.

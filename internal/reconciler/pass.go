@@ -60,7 +60,7 @@ func (p *pass) run(ctx context.Context) (time.Time, error) {
 	}
 	p.steps = p.decideSteps()
 	p.plan = scheduler.PlanRuns(scheduler.Input{
-		Task: p.task, Known: p.knownRuns(), Runs: p.runStates(),
+		Task: p.task, Known: p.knownRuns(), Runs: p.runStates(), ConsumedTokens: p.consumedTokens(),
 		Schedule: p.schedule, Now: p.now,
 	})
 	if err := p.act(ctx); err != nil {
@@ -160,6 +160,19 @@ func (p *pass) knownRuns() map[string]bool {
 		known["0"] = true
 	}
 	return known
+}
+
+// consumedTokens are the run-now token hashes recorded on the Jobs.
+func (p *pass) consumedTokens() map[string]bool {
+	consumed := map[string]bool{}
+	for _, r := range p.runs {
+		for _, a := range r.Attempts {
+			if a.RunNowToken != "" {
+				consumed[a.RunNowToken] = true
+			}
+		}
+	}
+	return consumed
 }
 
 func (p *pass) runStates() []scheduler.RunState {

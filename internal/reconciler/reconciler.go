@@ -110,10 +110,10 @@ func requeueAt(wake, now time.Time) reconcile.Result {
 		return reconcile.Result{}
 	}
 	d := wake.Sub(now)
-	if d < time.Second {
+	if d <= 0 {
 		// The planners act on "now >= at", so a wake-up in the past would
-		// already have been acted on; a small floor keeps a clock oddity
-		// from ever becoming a hot loop.
+		// already have been acted on; a floor keeps a clock oddity from
+		// ever becoming a hot loop.
 		d = time.Second
 	}
 	return reconcile.Result{RequeueAfter: d}

@@ -51,6 +51,16 @@ func reconcileUntil(t *testing.T, task *v1alpha1.Task, what string, ok func(*v1a
 	return got
 }
 
+// waitCached waits until the hand-driven reconcilers' cache has the Task:
+// a real pass only ever runs after its informer saw the object.
+func waitCached(t *testing.T, task *v1alpha1.Task) {
+	t.Helper()
+	eventually(t, "the Task in the manual cache", func() (bool, string) {
+		err := manualClient.Get(ctx, client.ObjectKeyFromObject(task), &v1alpha1.Task{})
+		return err == nil, errString(err)
+	})
+}
+
 func attemptsAre(n int32, phase v1alpha1.TaskPhase) func(*v1alpha1.Task) bool {
 	return func(x *v1alpha1.Task) bool { return x.Status.Attempts == n && x.Status.Phase == phase }
 }
@@ -60,6 +70,7 @@ func TestALostStatusWriteAfterJobCreationMakesNoSecondJob(t *testing.T) {
 	task := newTask(ns, "crashy", manual, maxRetry(1))
 	must(t, k8s.Create(ctx, task))
 
+	waitCached(t, task)
 	crashing := manualReconciler(crashBeforeStatus())
 	for i := 0; i < 3; i++ {
 		if _, err := crashing.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)}); err == nil {

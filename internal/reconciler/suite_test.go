@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -336,14 +337,20 @@ func setRunNow(t *testing.T, task *v1alpha1.Task, token string) {
 	must(t, k8s.Patch(ctx, fresh, patch))
 }
 
-// reconcileOnce runs one pass by hand, next to the manager's.
+// reconcileOnce runs one pass by hand, next to the manager's. A conflict
+// with the manager's own pass is expected (optimistic locking at work) and
+// retried, as the workqueue would.
 func reconcileOnce(t *testing.T, r *reconciler.TaskReconciler, task *v1alpha1.Task) reconcile.Result {
 	t.Helper()
-	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
-	if err != nil {
-		t.Fatalf("reconcile: %v", err)
+	for i := 0; ; i++ {
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+		if err == nil {
+			return res
+		}
+		if !apierrors.IsConflict(err) || i == 10 {
+			t.Fatalf("reconcile: %v", err)
+		}
 	}
-	return res
 }
 
 func must(t *testing.T, err error) {

@@ -49,6 +49,9 @@ type Attempt struct {
 	// PodsStarted is true once every pod of the Job is ready or finished, so
 	// the start timeout no longer needs checking.
 	PodsStarted bool
+	// RunNowToken is the hash of the run-now token consumed when the Job
+	// was created.
+	RunNowToken string
 }
 
 // Run is one execution the user asked for: its attempts, oldest first.
@@ -128,11 +131,12 @@ func SortOldestFirst(rs []Run) {
 // AttemptOf reads one Job as attempt n.
 func AttemptOf(job *batchv1.Job, n int32) Attempt {
 	a := Attempt{
-		Number:     n,
-		JobName:    job.Name,
-		Phase:      Active,
-		Created:    job.CreationTimestamp.Time,
-		Generation: annotationInt(job, v1alpha1.AnnotationGeneration),
+		Number:      n,
+		JobName:     job.Name,
+		Phase:       Active,
+		Created:     job.CreationTimestamp.Time,
+		Generation:  annotationInt(job, v1alpha1.AnnotationGeneration),
+		RunNowToken: job.Annotations[v1alpha1.AnnotationRunNowToken],
 	}
 	completions := int32(1)
 	if job.Spec.Completions != nil {

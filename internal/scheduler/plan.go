@@ -24,6 +24,9 @@ type Input struct {
 	Known map[string]bool
 	// Runs are the runs with Jobs, with their activity.
 	Runs []RunState
+	// ConsumedTokens are the run-now token hashes the Jobs record as
+	// consumed (see v1alpha1.AnnotationRunNowToken).
+	ConsumedTokens map[string]bool
 	// Schedule is the parsed spec.schedule of a cron Task (nil for one-shot).
 	Schedule *Schedule
 	Now      time.Time
@@ -50,6 +53,9 @@ type Plan struct {
 	// Cron bookkeeping: the slot that fell due (started or skipped), the
 	// slots missed, and the next slot.
 	Slots *Slots
+	// SkippedSlot says why Slots.Due did not start (empty when it started
+	// or none was due).
+	SkippedSlot string
 }
 
 // IsRunNow reports whether a run id was started by a run-now token. Such a
@@ -68,13 +74,100 @@ func PlanRuns(in Input) Plan {
 	if in.Schedule == nil && !in.Known[jobs.RunIDOneShot] && !suspended {
 		p.Start = append(p.Start, NewRun{ID: jobs.RunIDOneShot})
 	}
+	if in.Schedule != nil {
+		planSlot(in, active, suspended, &p)
+	}
 	planRunNow(in, active, &p)
 	return p
 }
 
+// planSlot starts the run of the cron slot that fell due, at most one per
+// slot and only the newest after downtime. The slot is reported in
+// p.Slots whether it starts or is skipped (too late, suspended, Forbid), so
+// the status records it and it is never considered again.
+func planSlot(in Input, active []string, suspended bool, p *Plan) {
+	slots := in.Schedule.Due(lastSlot(in), startingDeadline(in.Task), in.Now)
+	p.Slots = &slots
+	if slots.Due.IsZero() {
+		return
+	}
+	id := jobs.ScheduledRunID(slots.Due)
+	switch {
+	case in.Known[id]:
+		// Started by a pass whose status write was lost.
+		return
+	case slots.TooLate, suspended, specEditedSinceLastPass(in.Task):
+		p.SkippedSlot = SkipReason(slots.TooLate, suspended)
+		return
+	}
+	switch policyOf(in.Task) {
+	case v1alpha1.ForbidConcurrent:
+		if len(active) > 0 {
+			p.SkippedSlot = SkipForbidden
+			return
+		}
+	case v1alpha1.ReplaceConcurrent:
+		p.Replace = append(p.Replace, active...)
+	}
+	due := slots.Due
+	p.Start = append(p.Start, NewRun{ID: id, Scheduled: &due})
+}
+
+// Why a due slot did not start.
+const (
+	SkipTooLate   = "TooLate"
+	SkipSuspended = "Suspended"
+	SkipEdited    = "SpecEdited"
+	SkipForbidden = "Forbidden"
+)
+
+// SkipReason names why a slot was skipped before concurrency was looked at.
+func SkipReason(tooLate, suspended bool) string {
+	switch {
+	case tooLate:
+		return SkipTooLate
+	case suspended:
+		return SkipSuspended
+	}
+	return SkipEdited
+}
+
+// lastSlot is the newest slot already considered: the status's
+// lastScheduleTime, or a scheduled run the status has not recorded yet
+// (its write was lost), or the Task's creation.
+func lastSlot(in Input) time.Time {
+	last := in.Task.CreationTimestamp.Time
+	if t := in.Task.Status.LastScheduleTime; t != nil && t.After(last) {
+		last = t.Time
+	}
+	for id := range in.Known {
+		if t, ok := jobs.SlotOfRunID(id); ok && t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// specEditedSinceLastPass reports a spec change the status has not seen
+// yet. Slots that fell due before such a pass are skipped, so editing the
+// schedule (or anything else) never starts a run retroactively. A Task's
+// first pass is not an edit: its slots since creation count.
+func specEditedSinceLastPass(t *v1alpha1.Task) bool {
+	return t.Status.ObservedGeneration != 0 && t.Status.ObservedGeneration != t.Generation
+}
+
+func startingDeadline(t *v1alpha1.Task) *time.Duration {
+	if t.Spec.StartingDeadlineSeconds == nil {
+		return nil
+	}
+	d := time.Duration(*t.Spec.StartingDeadlineSeconds) * time.Second // at most a year: no overflow
+	return &d
+}
+
 // planRunNow starts one run for a new run-now token. A token already there
-// when the operator first saw the Task (status never written) is recorded
-// without a run, so a Task created with the annotation runs once, not twice.
+// on the operator's very first pass (no status, no Job yet) is recorded
+// without a run, so a Task created with the annotation runs once, not
+// twice; the Jobs of that pass carry the record too.
 func planRunNow(in Input, active []string, p *Plan) {
 	token, ok := in.Task.Annotations[v1alpha1.AnnotationRunNow]
 	if !ok || token == "" {
@@ -86,12 +179,12 @@ func planRunNow(in Input, active []string, p *Plan) {
 	switch {
 	case hash == st.LastRunNowToken:
 		return
-	case in.Known[id]:
-		// Started before the status recorded the token (a crash or a lost
-		// write): record it now, start nothing.
+	case in.Known[id] || in.ConsumedTokens[hash]:
+		// Consumed by a pass whose status write was lost: record it now,
+		// start nothing.
 		p.RunNowToken = hash
 		return
-	case st.ObservedGeneration == 0:
+	case st.ObservedGeneration == 0 && len(in.Runs) == 0:
 		p.RunNowToken = hash
 		return
 	}

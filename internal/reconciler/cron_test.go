@@ -1,0 +1,310 @@
+package reconciler_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+func schedule(expr string) taskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To(expr) }
+}
+
+// scheduledTask creates a cron Task with the clock at the present and
+// waits for its first pass, which sets nextScheduleTime.
+func scheduledTask(t *testing.T, ns, name string, opts ...taskOpt) (*v1alpha1.Task, *v1alpha1.Task) {
+	t.Helper()
+	fakeClock.SetTime(time.Now())
+	task := newTask(ns, name, append([]taskOpt{schedule("*/5 * * * *")}, opts...)...)
+	must(t, k8s.Create(ctx, task))
+	got := waitTask(t, task, "the first pass", func(x *v1alpha1.Task) bool {
+		return x.Status.NextScheduleTime != nil && x.Status.ObservedGeneration == x.Generation
+	})
+	return task, got
+}
+
+// toSlot moves the clock just past the Task's next slot and pokes it; it
+// returns the slot.
+func toSlot(t *testing.T, task *v1alpha1.Task) time.Time {
+	t.Helper()
+	// The status must have caught up with the clock: its next slot is ahead.
+	now := fakeClock.Now()
+	got := waitTask(t, task, "nextScheduleTime after now", func(x *v1alpha1.Task) bool {
+		return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.After(now)
+	})
+	next := got.Status.NextScheduleTime.Time
+	fakeClock.SetTime(next.Add(2 * time.Second))
+	poke(t, task)
+	return next
+}
+
+func slotJob(t *testing.T, task *v1alpha1.Task, slot time.Time) {
+	t.Helper()
+	id := jobs.ScheduledRunID(slot)
+	eventually(t, "the Job of slot "+id, func() (bool, string) {
+		for _, j := range jobsOf(t, task) {
+			if j.Labels[v1alpha1.LabelRun] == id {
+				return true, ""
+			}
+		}
+		return false, itoa(len(jobsOf(t, task))) + " Jobs"
+	})
+}
+
+func TestEachSlotOfACronTaskFiresOnce(t *testing.T) {
+	ns := newNamespace(t)
+	task, first := scheduledTask(t, ns, "every-five")
+	if first.Status.Phase != v1alpha1.PhaseScheduled || len(jobsOf(t, task)) != 0 {
+		t.Fatalf("before its first slot: %s", statusSummary(first))
+	}
+	assertConditions(t, first, T, F, F, F)
+	if r := condition(first, v1alpha1.ConditionReady).Reason; r != string(v1alpha1.ReasonScheduled) {
+		t.Fatalf("Ready reason %s, want Scheduled", r)
+	}
+	if res := reconcileOnce(t, rec, task); res.RequeueAfter <= 0 || res.RequeueAfter > 5*time.Minute {
+		t.Fatalf("requeue after %s, want the exact wait until the next slot", res.RequeueAfter)
+	}
+
+	slot1 := toSlot(t, task)
+	slotJob(t, task, slot1)
+	for i := 0; i < 3; i++ {
+		reconcileOnce(t, rec, task)
+	}
+	if n := len(jobsOf(t, task)); n != 1 {
+		t.Fatalf("%d Jobs for one slot", n)
+	}
+	running := waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
+	assertConditions(t, running, T, F, F, F) // a run in progress does not make a cron Task InProgress
+	if !running.Status.LastScheduleTime.Time.Equal(slot1) {
+		t.Fatalf("lastScheduleTime %v, want %v", running.Status.LastScheduleTime, slot1)
+	}
+
+	job := jobsOf(t, task)[0]
+	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
+	done := waitTask(t, task, "back to Scheduled", func(x *v1alpha1.Task) bool {
+		return x.Status.Phase == v1alpha1.PhaseScheduled && x.Status.LastSuccessfulTime != nil
+	})
+	assertConditions(t, done, T, F, F, F)
+	if want := slot1.Add(5 * time.Minute); !done.Status.NextScheduleTime.Time.Equal(want) {
+		t.Fatalf("nextScheduleTime %v, want %v", done.Status.NextScheduleTime, want)
+	}
+
+	slot2 := toSlot(t, task)
+	slotJob(t, task, slot2)
+	if n := len(jobsOf(t, task)); n != 2 {
+		t.Fatalf("%d Jobs after two slots", n)
+	}
+}
+
+func TestAfterDowntimeOnlyTheNewestMissedSlotRunsAndTheMissedAreReported(t *testing.T) {
+	ns := newNamespace(t)
+	task, first := scheduledTask(t, ns, "downtime")
+	// Six slots pass unseen.
+	newest := first.Status.NextScheduleTime.Time.Add(25 * time.Minute)
+	fakeClock.SetTime(newest.Add(30 * time.Second))
+	poke(t, task)
+	slotJob(t, task, newest)
+	if n := len(jobsOf(t, task)); n != 1 {
+		t.Fatalf("%d Jobs after downtime, want only the newest slot", n)
+	}
+	eventually(t, "a MissedSchedules event", func() (bool, string) {
+		return hasEvent(t, task, v1alpha1.EventMissedSchedules, "5 earlier slot(s)"), "none yet"
+	})
+}
+
+func TestASlotPastItsStartingDeadlineIsSkipped(t *testing.T) {
+	ns := newNamespace(t)
+	task, first := scheduledTask(t, ns, "late", func(t *v1alpha1.Task) { t.Spec.StartingDeadlineSeconds = ptr.To[int64](10) })
+	slot := first.Status.NextScheduleTime.Time
+	fakeClock.SetTime(slot.Add(time.Minute))
+	poke(t, task)
+	got := waitTask(t, task, "the slot recorded", func(x *v1alpha1.Task) bool {
+		return x.Status.LastScheduleTime != nil && x.Status.LastScheduleTime.Time.Equal(slot)
+	})
+	if n := len(jobsOf(t, task)); n != 0 || got.Status.Phase != v1alpha1.PhaseScheduled {
+		t.Fatalf("a slot past its deadline started: %d Jobs, %s", n, statusSummary(got))
+	}
+}
+
+func TestForbidSkipsASlotWhileARunIsActiveAndReplaceStopsIt(t *testing.T) {
+	ns := newNamespace(t)
+	forbid, _ := scheduledTask(t, ns, "forbid-cron")
+	slot1 := toSlot(t, forbid)
+	slotJob(t, forbid, slot1)
+	toSlot(t, forbid)
+	waitTask(t, forbid, "the second slot recorded", func(x *v1alpha1.Task) bool {
+		return x.Status.LastScheduleTime.Time.After(slot1)
+	})
+	if n := len(jobsOf(t, forbid)); n != 1 {
+		t.Fatalf("Forbid started a second run: %d Jobs", n)
+	}
+
+	replace, _ := scheduledTask(t, ns, "replace-cron", policy(v1alpha1.ReplaceConcurrent))
+	slotA := toSlot(t, replace)
+	slotJob(t, replace, slotA)
+	slotB := toSlot(t, replace)
+	slotJob(t, replace, slotB)
+	old := jobOf(t, replace, jobs.ScheduledRunID(slotA), 1)
+	if !ptr.Deref(old.Spec.Suspend, false) || old.Annotations[v1alpha1.AnnotationStopReason] != string(v1alpha1.AttemptReplaced) {
+		t.Fatalf("Replace did not stop the older run: %v", old.Annotations)
+	}
+}
+
+func TestASuspendedCronTaskStartsNoRun(t *testing.T) {
+	ns := newNamespace(t)
+	task, _ := scheduledTask(t, ns, "paused-cron", suspended)
+	toSlot(t, task)
+	got := waitTask(t, task, "phase Suspended", phaseIs(v1alpha1.PhaseSuspended))
+	reconcileOnce(t, rec, task)
+	if n := len(jobsOf(t, task)); n != 0 {
+		t.Fatalf("a suspended cron Task started %d Jobs: %s", n, statusSummary(got))
+	}
+}
+
+func TestEditingTheScheduleNeverStartsARun(t *testing.T) {
+	ns := newNamespace(t)
+	task, first := scheduledTask(t, ns, "edited", schedule("0 0 1 1 *"))
+	// Time passes beyond many minutes; then the schedule becomes every minute.
+	fakeClock.SetTime(first.CreationTimestamp.Add(10 * time.Minute))
+	fresh := getTask(t, task)
+	fresh.Spec.Schedule = ptr.To("* * * * *")
+	must(t, k8s.Update(ctx, fresh))
+	got := waitTask(t, task, "the edit seen", func(x *v1alpha1.Task) bool { return x.Status.ObservedGeneration == x.Generation })
+	reconcileOnce(t, rec, task)
+	if n := len(jobsOf(t, task)); n != 0 {
+		t.Fatalf("a schedule edit started a run retroactively: %d Jobs", n)
+	}
+	if next := got.Status.NextScheduleTime.Time; next.Sub(fakeClock.Now()) > time.Minute {
+		t.Fatalf("nextScheduleTime %v does not follow the new schedule", next)
+	}
+}
+
+func TestHistoryLimitsPruneTheJobsOfOldRuns(t *testing.T) {
+	ns := newNamespace(t)
+	task, _ := scheduledTask(t, ns, "pruned", func(t *v1alpha1.Task) {
+		t.Spec.SuccessfulRunsHistoryLimit = ptr.To[int32](1)
+		t.Spec.FailedRunsHistoryLimit = ptr.To[int32](1)
+	})
+	var slots []time.Time
+	for i := 0; i < 3; i++ {
+		s := toSlot(t, task)
+		slots = append(slots, s)
+		slotJob(t, task, s)
+		job := jobOf(t, task, jobs.ScheduledRunID(s), 1)
+		if i == 1 {
+			must(t, testutil.FailJob(ctx, k8s, job, fakeClock.Now(), "BackoffLimitExceeded", "x"))
+		} else {
+			must(t, testutil.CompleteJob(ctx, k8s, job, fakeClock.Now()))
+		}
+		waitTask(t, task, "the run finished", func(x *v1alpha1.Task) bool {
+			return len(x.Status.History) == i+1 && x.Status.History[0].Result != v1alpha1.RunResultRunning
+		})
+	}
+	poke(t, task) // pruning follows the status that recorded the runs
+	eventually(t, "the oldest success pruned", func() (bool, string) {
+		n := len(jobsOf(t, task))
+		return n == 2, itoa(n) + " Jobs"
+	})
+	jobOf(t, task, jobs.ScheduledRunID(slots[1]), 1) // the one failure is kept
+	jobOf(t, task, jobs.ScheduledRunID(slots[2]), 1) // the newest success is kept
+	got := getTask(t, task)
+	if len(got.Status.History) != 3 {
+		t.Fatalf("pruning lost history: %+v", got.Status.History)
+	}
+	assertConditions(t, got, T, F, F, F)
+}
+
+func TestALastRunFailedForGoodMakesACronTaskNotReady(t *testing.T) {
+	ns := newNamespace(t)
+	task, _ := scheduledTask(t, ns, "cron-fails")
+	s := toSlot(t, task)
+	slotJob(t, task, s)
+	must(t, testutil.FailJob(ctx, k8s, jobOf(t, task, jobs.ScheduledRunID(s), 1), fakeClock.Now(), "BackoffLimitExceeded", "x"))
+	got := waitTask(t, task, "LastRunFailed", func(x *v1alpha1.Task) bool {
+		c := condition(x, v1alpha1.ConditionReady)
+		return c != nil && c.Reason == string(v1alpha1.ReasonLastRunFailed)
+	})
+	assertConditions(t, got, F, T, F, T)
+	if got.Status.Phase != v1alpha1.PhaseScheduled {
+		t.Fatalf("phase %s, want Scheduled", got.Status.Phase)
+	}
+}
+
+func TestRunNowWorksOnACronTask(t *testing.T) {
+	ns := newNamespace(t)
+	task, _ := scheduledTask(t, ns, "cron-now")
+	setRunNow(t, task, "deploy-7")
+	waitJobs(t, task, 1)
+	jobOf(t, task, jobs.RunNowRunID("deploy-7"), 1)
+}
+
+func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	task := newTask(ns, "bad-cron", schedule("61 * * * *"))
+	must(t, k8s.Create(ctx, task))
+	bad := waitTask(t, task, "InvalidSchedule", phaseIs(v1alpha1.PhaseFailed))
+	assertConditions(t, bad, F, T, F, T)
+	if c := condition(bad, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonInvalidSchedule) || !strings.Contains(c.Message, "spec.schedule") {
+		t.Fatalf("Ready: %+v", c)
+	}
+	if res := reconcileOnce(t, rec, task); res.RequeueAfter != 0 {
+		t.Fatalf("an invalid schedule is retried after %s", res.RequeueAfter)
+	}
+	eventually(t, "an InvalidSchedule event", func() (bool, string) {
+		return hasEvent(t, task, v1alpha1.EventInvalidSchedule, "spec.schedule"), "none yet"
+	})
+
+	fixed := getTask(t, task)
+	fixed.Spec.Schedule = ptr.To("*/5 * * * *")
+	must(t, k8s.Update(ctx, fixed))
+	good := waitTask(t, task, "phase Scheduled", phaseIs(v1alpha1.PhaseScheduled))
+	assertConditions(t, good, T, F, F, F)
+}
+
+func TestACrashBetweenASlotsJobAndItsStatusMakesNoSecondJob(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	task := newTask(ns, "cron-crash", manual, schedule("*/5 * * * *"))
+	must(t, k8s.Create(ctx, task))
+	first := reconcileUntil(t, task, "phase Scheduled", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseScheduled })
+	slot := first.Status.NextScheduleTime.Time
+	fakeClock.SetTime(slot.Add(time.Second))
+
+	waitCached(t, task)
+	crashing := manualReconciler(crashBeforeStatus())
+	eventually(t, "the crashing pass to create the slot's Job", func() (bool, string) {
+		_, _ = crashing.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+		return len(jobsOf(t, task)) == 1, "no Job yet"
+	})
+	fakeClock.SetTime(slot.Add(3 * time.Second))
+	got := reconcileUntil(t, task, "the slot recorded", func(x *v1alpha1.Task) bool {
+		return x.Status.LastScheduleTime != nil && x.Status.LastScheduleTime.Time.Equal(slot) && x.Status.Phase == v1alpha1.PhaseRunning
+	})
+	if n := len(jobsOf(t, task)); n != 1 {
+		t.Fatalf("%d Jobs for one slot after a crash: %s", n, statusSummary(got))
+	}
+}
+
+// hasEvent reports whether the Task has an event with reason whose note
+// contains text.
+func hasEvent(t *testing.T, task *v1alpha1.Task, reason v1alpha1.Reason, text string) bool {
+	t.Helper()
+	var list eventsv1.EventList
+	must(t, k8s.List(ctx, &list, client.InNamespace(task.Namespace)))
+	for _, e := range list.Items {
+		if e.Regarding.Name == task.Name && e.Reason == string(reason) && strings.Contains(e.Note, text) {
+			return true
+		}
+	}
+	return false
+}
