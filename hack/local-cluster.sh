@@ -1,0 +1,742 @@
+#!/usr/bin/env bash
+# The project's local Kubernetes control plane: a real etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler, plus kwok playing the kubelet for
+# one fake node. `make demo`, `make run`, the end-to-end tests and the
+# benchmarks all use this one script.
+#
+#   hack/local-cluster.sh up         [--dir DIR]   start (or reuse) the cluster
+#   hack/local-cluster.sh down       [--dir DIR]   stop everything it started
+#   hack/local-cluster.sh status     [--dir DIR]   exit 0 when up, 1 when not
+#   hack/local-cluster.sh kubeconfig [--dir DIR]   print the kubeconfig path (fails when down)
+#
+# `up` prints progress on stderr and one line on stdout,
+#   export KUBECONFIG=DIR/kubeconfig
+# so a caller can `eval "$(hack/local-cluster.sh up)"`, or take the path from
+# `hack/local-cluster.sh kubeconfig`. `up` on a running cluster only prints
+# that line again (unless the settings below changed: then it restarts). Each
+# fresh `up` starts from an empty etcd. The kubeconfig is an admin
+# (system:masters) client-certificate kubeconfig, context `local-cluster`.
+#
+# DIR (default: $LOCAL_CLUSTER_DIR, else <repo>/tmp/local-cluster, git-ignored)
+# holds everything. Several clusters can run side by side in different DIRs:
+# every port is picked free at `up`.
+#   kubeconfig          admin kubeconfig (exists only while the cluster is up)
+#   cluster.env         ports, bin folder, node name, settings (sourceable)
+#   logs/NAME.log       one per component (NAME.log.prev: the run before); kept by down
+#   pids/NAME.pid       one per component
+#   pki/                CA, serving and client certificates, service-account
+#                       key pair, the components' kubeconfigs
+#   etcd/               etcd data
+#   kube-controller-manager/, kube-scheduler/   their self-signed serving certs
+#   kwok/               kwok's HOME
+#
+# Environment:
+#   KCM_QPS, KCM_BURST          kube-controller-manager --kube-api-qps/--kube-api-burst
+#                               (default 20/30, the controller-manager's own defaults)
+#   LOCAL_CLUSTER_DIR           default for --dir
+#   LOCAL_CLUSTER_NODE_PODS     pods the fake node can hold (default 1000)
+#   LOCAL_CLUSTER_TIMEOUT       seconds `up` waits for each readiness step (default 120)
+#   LOCAL_CLUSTER_PKI           openssl | go: how certificates are made (default:
+#                               openssl when installed, else hack/local-cluster/ via go run)
+#   KUBEBUILDER_ASSETS          honoured by hack/k8s-binaries.sh
+#
+# Pods on the fake node are simulated by the kwok stages in hack/kwok/stages.yaml
+# (see hack/kwok/README.md): Job pods run for about a second and succeed unless
+# their annotations say otherwise.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly root
+
+NODE_NAME=kwok-node-0 # not readonly: cluster.env, sourced back, records it too
+# Start order; `down` stops them in reverse.
+readonly COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+readonly BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+readonly SERVICE_CIDR=10.96.0.0/16
+readonly SERVICE_IP=10.96.0.1 # first address of SERVICE_CIDR: the `kubernetes` Service
+readonly POD_CIDR=10.244.0.0/16 # kwok hands out pod IPs from here; roomy for benchmarks
+# Controllers this project relies on. node-lifecycle removes the new node's
+# not-ready taint (nothing schedules without it); serviceaccount(-token) and
+# root-ca-certificate-publisher make service accounts and their tokens work;
+# ttl-after-finished honours Job.spec.ttlSecondsAfterFinished.
+readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller
+
+KCM_QPS=${KCM_QPS:-20}
+KCM_BURST=${KCM_BURST:-30}
+NODE_PODS=${LOCAL_CLUSTER_NODE_PODS:-1000}
+TIMEOUT=${LOCAL_CLUSTER_TIMEOUT:-120}
+# The knobs a running cluster was started with, recorded in cluster.env: `up`
+# restarts a running cluster whose settings differ from those asked for, so a
+# benchmark asking for KCM_QPS=100 never measures a cluster left at 20.
+wanted_settings="kcm-qps=$KCM_QPS kcm-burst=$KCM_BURST node-pods=$NODE_PODS"
+
+log() { printf 'local-cluster: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+}
+
+# ---------------------------------------------------------------------------
+# Paths and recorded state
+# ---------------------------------------------------------------------------
+
+set_dir() { # set_dir DIR: absolute path (without creating it) and the paths inside
+  dir=$1
+  [[ $dir == /* ]] || dir=$PWD/$dir
+  dir=${dir%/}
+  pki=$dir/pki
+  logs=$dir/logs
+  pids=$dir/pids
+  state_env=$dir/cluster.env
+  kubeconfig=$dir/kubeconfig
+}
+
+load_state() { # load_state: the ports and bin folder recorded by `up`; false when none
+  [ -f "$state_env" ] || return 1
+  # shellcheck disable=SC1090 # written by write_state below
+  source "$state_env"
+}
+
+write_state() {
+  {
+    echo "# Written by hack/local-cluster.sh up; read by its other commands and free for callers to source."
+    local v
+    for v in BIN_DIR ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT NODE_NAME KUBECONFIG_PATH SETTINGS; do
+      printf '%s=%q\n' "$v" "${!v}"
+    done
+  } >"$state_env.tmp"
+  mv "$state_env.tmp" "$state_env"
+}
+
+kc() { "$BIN_DIR/kubectl" --kubeconfig="$kubeconfig" --request-timeout=10s "$@"; }
+
+# ---------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------
+
+cmdline_of() { # cmdline_of PID: the process' command line, space separated
+  if [ -r "/proc/$1/cmdline" ]; then
+    tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline"
+  else
+    ps -o args= -p "$1" 2>/dev/null
+  fi
+}
+
+alive() { # alive PID: running, and not a zombie waiting for its new parent to reap it
+  kill -0 "$1" 2>/dev/null || return 1
+  local state
+  if [ -r "/proc/$1/stat" ]; then
+    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+  else
+    state=$(ps -o stat= -p "$1" 2>/dev/null)
+  fi
+  [[ $state != Z* ]]
+}
+
+pid_of() { # pid_of NAME: the pid of our running NAME; false when not running
+  local f=$pids/$1.pid pid
+  [ -f "$f" ] || return 1
+  pid=$(<"$f")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  alive "$pid" || return 1
+  # Every component's arguments name a file under DIR: this guards against a
+  # recycled pid belonging to some unrelated process.
+  [[ $(cmdline_of "$pid") == *"$dir/"* ]] || return 1
+  echo "$pid"
+}
+
+start_component() { # start_component NAME CMD...: run in the background, log to logs/NAME.log
+  local name=$1 pidf=$pids/$1.pid launcher=()
+  shift
+  rm -f "$pidf"
+  # setsid: the cluster gets its own session, so a Ctrl-C meant for the caller
+  # (say `make run`) does not kill it halfway; `down` stops it. The child writes
+  # its own pid just before exec, so the pid file names the real process.
+  if command -v setsid >/dev/null; then launcher=(setsid); fi
+  # 8>&- 9>&-: the component must not inherit the script's saved stderr or
+  # the lock (see lock); a held lock would block the next up/down for as
+  # long as the cluster runs.
+  "${launcher[@]}" bash -c 'echo $$ >"$0"; exec "$@"' "$pidf" "$@" </dev/null >>"$logs/$name.log" 2>&1 8>&- 9>&- &
+  local deadline=$((SECONDS + 10))
+  until [ -s "$pidf" ]; do
+    [ $SECONDS -lt $deadline ] || die "$name did not start; see $logs/$name.log"
+    sleep 0.1
+  done
+  log "started $name (pid $(<"$pidf"))"
+}
+
+stop_components() { # stop_components NAME...: SIGTERM, up to 15 s grace, then SIGKILL
+  local name pid live=() deadline
+  for name in "$@"; do
+    if pid=$(pid_of "$name"); then
+      kill -TERM "$pid" 2>/dev/null || true
+      live+=("$name:$pid")
+    fi
+    rm -f "$pids/$name.pid"
+  done
+  [ ${#live[@]} -gt 0 ] || return 0
+  local t0=$SECONDS
+  deadline=$((SECONDS + 15))
+  while [ $SECONDS -lt $deadline ]; do
+    local still=()
+    for entry in "${live[@]}"; do alive "${entry#*:}" && still+=("$entry"); done
+    [ ${#still[@]} -gt 0 ] || { log "stopped ${live[*]%%:*} ($((SECONDS - t0)) s)"; return 0; }
+    sleep 0.2
+  done
+  for entry in "${live[@]}"; do
+    if alive "${entry#*:}"; then
+      log "${entry%%:*} (pid ${entry#*:}) ignored SIGTERM for 15 s; killing it"
+      kill -KILL "${entry#*:}" 2>/dev/null || true
+    fi
+  done
+}
+
+stray_pids() { # stray_pids: our components still running without a pid file (Linux only)
+  [ -d /proc ] || return 0
+  local p args name
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    args=$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline") || continue # gone meanwhile
+    [[ $args == *"$dir/"* ]] || continue
+    name=${args%% *}
+    name=${name##*/}
+    case "$name" in etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok) echo "$p" ;; esac
+  done
+}
+
+stop_all() {
+  # Clients first, so they do not spin on a vanished API server; etcd last.
+  stop_components kwok kube-scheduler kube-controller-manager
+  stop_components kube-apiserver
+  stop_components etcd
+  # A process whose pid file was lost (DIR wiped while running, or an `up`
+  # killed at the wrong moment) is still ours if its arguments point into DIR.
+  local p
+  for p in $(stray_pids); do
+    log "stopping leftover process $p: $(cmdline_of "$p" | cut -c1-100)"
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  local deadline=$((SECONDS + 10))
+  while [ -n "$(stray_pids)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  for p in $(stray_pids); do kill -KILL "$p" 2>/dev/null || true; done
+}
+
+running_components() { # running_components: names of our live components
+  local name
+  for name in "${COMPONENTS[@]}"; do
+    pid_of "$name" >/dev/null && echo "$name"
+  done
+  return 0
+}
+
+# ---------------------------------------------------------------------------
+# Ports
+# ---------------------------------------------------------------------------
+
+port_free() { # port_free PORT: nothing listens on it (a listener on 0.0.0.0 counts too)
+  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+pick_ports() { # pick_ports N: N distinct free ports, one a line
+  # Below the kernel's ephemeral range, so an outgoing connection cannot be
+  # holding the port by the time the component binds it. Random rather than
+  # sequential so clusters started at the same moment are unlikely to collide.
+  local lo=20000 hi=32767 eph picked=() p tries=0
+  if read -r eph _ 2>/dev/null </proc/sys/net/ipv4/ip_local_port_range && [ "$eph" -gt $((lo + 1000)) ]; then
+    hi=$((eph - 1))
+  fi
+  while [ ${#picked[@]} -lt "$1" ]; do
+    tries=$((tries + 1))
+    [ $tries -lt 1000 ] || die "found no free loopback ports in $lo-$hi"
+    p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
+    [[ " ${picked[*]} " == *" $p "* ]] && continue
+    port_free "$p" || continue
+    picked+=("$p")
+  done
+  printf '%s\n' "${picked[@]}"
+}
+
+# ---------------------------------------------------------------------------
+# Certificates, keys, kubeconfigs
+# ---------------------------------------------------------------------------
+
+# Client identities: file name, CN, O. kcm and scheduler get the identities the
+# bootstrap RBAC policy grants their roles to; kwok plays every kubelet and
+# needs wide access, so it is an admin like the user.
+readonly CLIENTS=(
+  "admin kubernetes-admin system:masters"
+  "kube-controller-manager system:kube-controller-manager -"
+  "kube-scheduler system:kube-scheduler -"
+  "kwok kwok system:masters"
+)
+readonly APISERVER_DNS=(localhost kubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local)
+readonly APISERVER_IPS=(127.0.0.1 "$SERVICE_IP")
+
+gen_pki() {
+  local how=${LOCAL_CLUSTER_PKI:-}
+  if [ -z "$how" ]; then
+    if command -v openssl >/dev/null; then how=openssl; else how=go; fi
+  fi
+  rm -rf "$pki"
+  mkdir -p "$pki"
+  case "$how" in
+    openssl) gen_pki_openssl ;;
+    go) gen_pki_go ;;
+    *) die "LOCAL_CLUSTER_PKI must be openssl or go, not '$how'" ;;
+  esac
+  chmod 600 "$pki"/*.key
+  log "made certificates and keys ($how)"
+}
+
+gen_pki_openssl() {
+  # Our own minimal config: distro openssl.cnf files differ, and -addext
+  # clashes with extensions some of them add by default.
+  local cnf=$pki/openssl.cnf i
+  {
+    echo '[req]'
+    echo 'distinguished_name = dn'
+    echo 'prompt = no'
+    echo '[dn]'
+    echo '[ca]'
+    echo 'basicConstraints = critical,CA:TRUE'
+    echo 'keyUsage = critical,keyCertSign,cRLSign,digitalSignature'
+    echo 'subjectKeyIdentifier = hash'
+    echo '[server]'
+    echo 'basicConstraints = critical,CA:FALSE'
+    echo 'keyUsage = critical,digitalSignature,keyEncipherment'
+    echo 'extendedKeyUsage = serverAuth'
+    echo 'subjectAltName = @alt'
+    echo '[client]'
+    echo 'basicConstraints = critical,CA:FALSE'
+    echo 'keyUsage = critical,digitalSignature,keyEncipherment'
+    echo 'extendedKeyUsage = clientAuth'
+    echo '[alt]'
+    for i in "${!APISERVER_DNS[@]}"; do echo "DNS.$((i + 1)) = ${APISERVER_DNS[$i]}"; done
+    for i in "${!APISERVER_IPS[@]}"; do echo "IP.$((i + 1)) = ${APISERVER_IPS[$i]}"; done
+  } >"$cnf"
+
+  ossl() { openssl "$@" 2>"$pki/openssl.err" || { cat "$pki/openssl.err" >&2; die "openssl $1 failed"; }; }
+  eckey() { ossl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"; }
+  issue() { # issue NAME SUBJECT EXTENSIONS
+    eckey "$pki/$1.key"
+    ossl req -new -key "$pki/$1.key" -subj "$2" -config "$cnf" -out "$pki/$1.csr"
+    ossl x509 -req -in "$pki/$1.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+      -CAserial "$pki/ca.srl" -days 3650 -sha256 -extfile "$cnf" -extensions "$3" -out "$pki/$1.crt"
+    rm -f "$pki/$1.csr"
+  }
+
+  eckey "$pki/ca.key"
+  ossl req -x509 -new -key "$pki/ca.key" -subj "/CN=local-cluster-ca" -days 3650 -sha256 \
+    -config "$cnf" -extensions ca -out "$pki/ca.crt"
+  issue apiserver "/CN=kube-apiserver" server
+  local entry name cn org
+  for entry in "${CLIENTS[@]}"; do
+    read -r name cn org <<<"$entry"
+    if [ "$org" = - ]; then issue "$name" "/CN=$cn" client; else issue "$name" "/O=$org/CN=$cn" client; fi
+  done
+  # Service-account token signing key pair (RS256, what every client expects).
+  ossl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key"
+  ossl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
+  rm -f "$pki/openssl.err"
+}
+
+gen_pki_go() {
+  # Same files as gen_pki_openssl, from a standard-library-only Go program.
+  command -v go >/dev/null || die "need openssl or go to make certificates"
+  local clients=() entry name cn org
+  for entry in "${CLIENTS[@]}"; do
+    read -r name cn org <<<"$entry"
+    [ "$org" = - ] && org=
+    clients+=(-client "$name,$cn,$org")
+  done
+  (cd "$root" && go run ./hack/local-cluster -out "$pki" \
+    -dns "$(IFS=,; echo "${APISERVER_DNS[*]}")" -ips "$(IFS=,; echo "${APISERVER_IPS[*]}")" \
+    "${clients[@]}") || die "certificate generation (go run ./hack/local-cluster) failed"
+}
+
+b64() { base64 <"$1" | tr -d '\n'; } # portable: GNU and BSD base64 differ in wrap flags
+
+write_kubeconfig() { # write_kubeconfig FILE CLIENT
+  local file=$1 user=$2
+  cat >"$file.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local-cluster
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(b64 "$pki/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(b64 "$pki/$user.crt")
+    client-key-data: $(b64 "$pki/$user.key")
+contexts:
+- name: local-cluster
+  context:
+    cluster: local-cluster
+    user: $user
+    namespace: default
+current-context: local-cluster
+EOF
+  chmod 600 "$file.tmp"
+  mv "$file.tmp" "$file"
+}
+
+# ---------------------------------------------------------------------------
+# Components
+# ---------------------------------------------------------------------------
+
+start_etcd() {
+  start_component etcd "$BIN_DIR/etcd" \
+    --name=local \
+    --data-dir="$dir/etcd" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="local=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster-state=new \
+    --log-level=warn
+}
+
+start_apiserver() {
+  # --cert-dir keeps the API server from writing under /var/run/kubernetes.
+  # --endpoint-reconciler-type=none: the reconciler refuses a loopback
+  # advertise address, and nothing runs in-cluster to need the `kubernetes`
+  # Service's endpoints.
+  # --requestheader-*: the controller-manager and scheduler read this CA from
+  # kube-system/extension-apiserver-authentication for their own /healthz
+  # authentication and log an error every few seconds when it is missing. The
+  # allowed name is one no certificate here carries, so no client can use
+  # request headers to pose as another user.
+  start_component kube-apiserver "$BIN_DIR/kube-apiserver" \
+    --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 \
+    --endpoint-reconciler-type=none \
+    --secure-port="$APISERVER_PORT" \
+    --cert-dir="$dir/kube-apiserver" \
+    --tls-cert-file="$pki/apiserver.crt" \
+    --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" \
+    --requestheader-client-ca-file="$pki/ca.crt" \
+    --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User \
+    --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --authorization-mode=Node,RBAC \
+    --service-account-key-file="$pki/sa.pub" \
+    --service-account-signing-key-file="$pki/sa.key" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range="$SERVICE_CIDR"
+}
+
+start_controller_manager() {
+  # Each controller runs as its own service account (as in kubeadm clusters),
+  # so RBAC applies to controllers the way it does in production.
+  local kcfg=$pki/kube-controller-manager.kubeconfig
+  start_component kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+    --kubeconfig="$kcfg" \
+    --authentication-kubeconfig="$kcfg" \
+    --authorization-kubeconfig="$kcfg" \
+    --bind-address=127.0.0.1 \
+    --secure-port="$KCM_PORT" \
+    --cert-dir="$dir/kube-controller-manager" \
+    --leader-elect=false \
+    --controllers="$KCM_CONTROLLERS" \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file="$pki/sa.key" \
+    --root-ca-file="$pki/ca.crt" \
+    --kube-api-qps="$KCM_QPS" \
+    --kube-api-burst="$KCM_BURST"
+}
+
+start_scheduler() {
+  local kcfg=$pki/kube-scheduler.kubeconfig
+  start_component kube-scheduler "$BIN_DIR/kube-scheduler" \
+    --kubeconfig="$kcfg" \
+    --authentication-kubeconfig="$kcfg" \
+    --authorization-kubeconfig="$kcfg" \
+    --bind-address=127.0.0.1 \
+    --secure-port="$SCHEDULER_PORT" \
+    --cert-dir="$dir/kube-scheduler" \
+    --leader-elect=false
+}
+
+start_kwok() {
+  # HOME inside DIR: kwok also reads ~/.kwok/kwok.yaml when present, and a
+  # user's own kwok configuration must not change this cluster.
+  mkdir -p "$dir/kwok"
+  start_component kwok env HOME="$dir/kwok" "$BIN_DIR/kwok" \
+    --kubeconfig="$pki/kwok.kubeconfig" \
+    --config="$root/hack/kwok/stages.yaml" \
+    --manage-all-nodes=true \
+    --cidr="$POD_CIDR" \
+    --node-lease-duration-seconds=40
+}
+
+create_node() {
+  # kwok's node-initialize stage keeps the capacity and addresses set here.
+  # The InternalIP (becoming each pod's hostIP) is from TEST-NET-1 (RFC 5737),
+  # which is never routed, so nothing real answers if someone dials "the
+  # kubelet" (kubectl logs/exec have no kubelet to reach here).
+  kc create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $NODE_NAME
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    type: kwok
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    kubernetes.io/hostname: $NODE_NAME
+    node-role.kubernetes.io/agent: ""
+status:
+  addresses:
+  - {type: InternalIP, address: 192.0.2.10}
+  - {type: Hostname, address: $NODE_NAME}
+  allocatable: {cpu: "1000", memory: 1Ti, pods: "$NODE_PODS"}
+  capacity: {cpu: "1000", memory: 1Ti, pods: "$NODE_PODS"}
+EOF
+  log "created node $NODE_NAME (pods: $NODE_PODS)"
+}
+
+# ---------------------------------------------------------------------------
+# Readiness
+# ---------------------------------------------------------------------------
+
+started=() # components started by this `up`, checked while waiting
+
+wait_for() { # wait_for DESCRIPTION CMD...: poll CMD until it succeeds, within TIMEOUT
+  local what=$1 deadline=$((SECONDS + TIMEOUT)) name
+  shift
+  until "$@" >/dev/null 2>&1; do
+    for name in "${started[@]}"; do
+      # A component that exited will not come back: fail now, not at the deadline.
+      pid_of "$name" >/dev/null || die "$name exited while waiting for $what; see $logs/$name.log"
+    done
+    [ $SECONDS -lt $deadline ] || die "timed out after ${TIMEOUT}s waiting for $what"
+    sleep 0.25
+  done
+  log "ready: $what"
+}
+
+etcd_healthy() { (exec 3<>"/dev/tcp/127.0.0.1/$ETCD_PORT") 2>/dev/null; }
+apiserver_ready() { [ "$(kc get --raw /readyz 2>/dev/null)" = ok ]; }
+https_healthz() { # https_healthz PORT: the component's /healthz (anonymous access is allowed there)
+  if command -v curl >/dev/null; then
+    curl -ksf --max-time 5 "https://127.0.0.1:$1/healthz" >/dev/null
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  fi
+}
+node_schedulable() {
+  # Ready, and the node lifecycle controller has lifted the not-ready /
+  # unreachable taints it puts on a new node; until then nothing schedules.
+  local out
+  out=$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.spec.taints[*].key}') || return 1
+  [[ $out == True* && $out != *node.kubernetes.io/* ]]
+}
+default_sa_exists() { kc -n default get serviceaccount default; }
+
+cluster_up() { # cluster_up: every component running and the API server ready
+  load_state || return 1
+  local name
+  for name in "${COMPONENTS[@]}"; do pid_of "$name" >/dev/null || return 1; done
+  apiserver_ready
+}
+
+# ---------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------
+
+lock() { # lock: one up/down at a time per DIR
+  mkdir -p "$dir"
+  if command -v flock >/dev/null; then
+    exec 9>"$dir/.lock"
+    flock -w 900 9 || die "another up/down on $dir is still running"
+  fi
+}
+
+announce() {
+  log "kubeconfig: $kubeconfig"
+  printf 'export KUBECONFIG=%q\n' "$kubeconfig"
+}
+
+on_signal() { # on_signal STATUS: exit the script (and so run up_failed)
+  # bash can run the trap in a command-substitution subshell forked just as
+  # the signal arrived; exiting there would only end that subshell, so hand
+  # the signal on to the script itself.
+  if [ "${BASHPID:-$$}" != "$$" ]; then
+    kill -s "$(kill -l "$(($1 - 128))")" "$$"
+  fi
+  exit "$1"
+}
+
+up_failed() {
+  local rc=$?
+  trap - EXIT
+  [ $rc -ne 0 ] || return 0
+  # A signal can land while a probe runs with stderr sent to /dev/null
+  # (wait_for); report on the stderr the script started with.
+  exec 2>&8
+  log "up failed; last log lines:"
+  local name
+  for name in "${COMPONENTS[@]}"; do
+    [ -s "$logs/$name.log" ] || continue
+    printf '  --- %s\n' "$logs/$name.log" >&2
+    tail -n 8 "$logs/$name.log" | sed 's/^/    /' >&2
+  done
+  log "stopping what was started"
+  stop_all
+  rm -f "$dir/kubeconfig.tmp-admin"
+  exit $rc
+}
+
+cmd_up() {
+  lock
+  if cluster_up; then
+    if [ "${SETTINGS:-}" = "$wanted_settings" ]; then
+      log "already up in $dir"
+      announce
+      return 0
+    fi
+    log "running with ${SETTINGS:-unknown settings}; asked for $wanted_settings: restarting"
+    stop_all
+  fi
+  if [ -n "$(running_components)$(stray_pids)" ]; then
+    log "found a partly running cluster in $dir; restarting it"
+    stop_all
+  fi
+  local t0=$SECONDS f entry name
+  BIN_DIR=$("$root/hack/k8s-binaries.sh" "${BINARIES[@]}") || die "could not get the Kubernetes binaries"
+
+  # A fresh cluster each time: old etcd data, certs and component state go.
+  rm -rf "$dir/etcd" "$pids" "$state_env" "$kubeconfig" "$dir"/kube-* "$dir/kwok"
+  mkdir -p "$pids" "$logs"
+  for f in "$logs"/*.log; do [ -f "$f" ] && mv "$f" "$f.prev"; done # keep one previous run
+
+  read -r -d '' ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT < <(pick_ports 5 && printf '\0') || true
+  [ -n "$SCHEDULER_PORT" ] || die "could not pick ports"
+  KUBECONFIG_PATH=$kubeconfig
+  SETTINGS=$wanted_settings
+  gen_pki
+  for entry in "${CLIENTS[@]}"; do
+    read -r name _ <<<"$entry"
+    [ "$name" = admin ] || write_kubeconfig "$pki/$name.kubeconfig" "$name"
+  done
+  write_state
+  log "ports: etcd $ETCD_PORT (peer $ETCD_PEER_PORT), apiserver $APISERVER_PORT, controller-manager $KCM_PORT, scheduler $SCHEDULER_PORT"
+
+  # Signals become an exit, so the EXIT trap cleans up after Ctrl-C or kill too.
+  trap up_failed EXIT
+  trap 'on_signal 130' INT
+  trap 'on_signal 143' TERM
+  trap 'on_signal 129' HUP
+  start_etcd
+  started+=(etcd)
+  wait_for "etcd on port $ETCD_PORT" etcd_healthy
+  start_apiserver
+  started+=(kube-apiserver)
+  # The admin kubeconfig appears only once the API server answers, so a
+  # caller that sees the file can use it.
+  write_kubeconfig "$kubeconfig.tmp-admin" admin
+  local kubeconfig_final=$kubeconfig
+  kubeconfig=$kubeconfig.tmp-admin
+  wait_for "kube-apiserver /readyz" apiserver_ready
+  start_controller_manager
+  start_scheduler
+  start_kwok
+  started+=(kube-controller-manager kube-scheduler kwok)
+  create_node
+  wait_for "node $NODE_NAME Ready and schedulable" node_schedulable
+  wait_for "default ServiceAccount" default_sa_exists
+  wait_for "kube-scheduler /healthz" https_healthz "$SCHEDULER_PORT"
+  wait_for "kube-controller-manager /healthz" https_healthz "$KCM_PORT"
+  mv "$kubeconfig" "$kubeconfig_final"
+  kubeconfig=$kubeconfig_final
+  trap - EXIT INT TERM HUP
+
+  log "up in $((SECONDS - t0)) s (state, logs and pids in $dir)"
+  announce
+}
+
+cmd_down() {
+  if [ ! -d "$dir" ]; then
+    log "no cluster in $dir"
+    return 0
+  fi
+  lock
+  stop_all
+  # Nothing in etcd outlives the processes (the next `up` starts afresh), so
+  # drop it and the credentials; keep the logs for a post-mortem.
+  rm -rf "$dir/etcd" "$pids" "$state_env" "$kubeconfig" "$kubeconfig.tmp-admin" "$pki" "$dir"/kube-* "$dir/kwok"
+  local left
+  left=$(stray_pids)
+  [ -z "$left" ] || die "processes still running: $left"
+  log "down ($dir)"
+}
+
+cmd_status() {
+  if ! load_state; then
+    log "not up (no cluster in $dir)"
+    return 1
+  fi
+  local name pid up=true
+  for name in "${COMPONENTS[@]}"; do
+    if pid=$(pid_of "$name"); then
+      printf '%-24s running (pid %s)\n' "$name" "$pid"
+    else
+      printf '%-24s stopped\n' "$name"
+      up=false
+    fi
+  done
+  printf '%-24s etcd %s (peer %s), apiserver %s, controller-manager %s, scheduler %s\n' ports \
+    "$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" "$KCM_PORT" "$SCHEDULER_PORT"
+  printf '%-24s %s\n' settings "${SETTINGS:-}"
+  if $up && apiserver_ready; then
+    printf '%-24s ok\n' /readyz
+    printf '%-24s %s\n' "node $NODE_NAME" "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | sed 's/^True$/Ready/;s/^$/missing/')"
+    printf '%-24s %s\n' kubeconfig "$kubeconfig"
+    return 0
+  fi
+  printf '%-24s not ready\n' /readyz
+  return 1
+}
+
+cmd_kubeconfig() {
+  [ -f "$kubeconfig" ] || die "no cluster in $dir; run: hack/local-cluster.sh up${dir_flag:+ --dir $dir}"
+  echo "$kubeconfig"
+}
+
+main() {
+  exec 8>&2 # the caller's stderr, for reports from traps (see up_failed)
+  local cmd=${1:-}
+  [ $# -gt 0 ] && shift
+  dir_flag=
+  local d=${LOCAL_CLUSTER_DIR:-$root/tmp/local-cluster}
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --dir) [ $# -ge 2 ] || die "--dir needs a value"; d=$2; dir_flag=1; shift 2 ;;
+      --dir=*) d=${1#--dir=}; dir_flag=1; shift ;;
+      -h | --help) usage; exit 0 ;;
+      *) usage; die "unknown argument: $1" ;;
+    esac
+  done
+  set_dir "$d"
+  case "$cmd" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    kubeconfig) cmd_kubeconfig ;;
+    -h | --help | help) usage ;;
+    *) usage; die "unknown command: '${cmd}'" ;;
+  esac
+}
+
+main "$@"
