@@ -6,7 +6,7 @@
 #
 # NAME is one of: etcd kube-apiserver kube-controller-manager kube-scheduler
 # kubectl kwok. Binaries are built from pinned Go modules (hack/k8s/go.mod for
-# Kubernetes and etcd, KWOK_VERSION below for kwok) into bin/k8s/<version>/, an
+# Kubernetes and etcd, KWOK_VERSION below for kwok) into bin/k8s/<version>-r<rev>/, an
 # ignored folder, and reused on later runs; the Go build cache makes a rebuild
 # after `make clean` quick. When KUBEBUILDER_ASSETS names a folder that already
 # holds every requested binary, that folder is used and nothing is built.
@@ -31,7 +31,18 @@ if [ -n "${KUBEBUILDER_ASSETS:-}" ]; then
   echo "k8s-binaries: KUBEBUILDER_ASSETS=$KUBEBUILDER_ASSETS lacks some of: ${names[*]}; building them" >&2
 fi
 
-out="$root/bin/k8s/$k8s_version"
+# Bump BUILD_REV when the way binaries are built changes, so cached ones
+# built the old way are not reused.
+BUILD_REV=2
+out="$root/bin/k8s/$k8s_version-r$BUILD_REV"
+
+# Stamp the version the way Kubernetes' own build does: without it the
+# binaries report v0.0.0-master and kubectl refuses to parse the version.
+minor=${k8s_version#v1.}; minor=${minor%%.*}
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
 mkdir -p "$out"
 
 build() { # build NAME: into $out/NAME, atomically so an interrupted build never leaves a half binary
@@ -49,7 +60,7 @@ build() { # build NAME: into $out/NAME, atomically so an interrupted build never
     GOBIN="$out/.kwok-gobin.$$" GOFLAGS=-mod=mod go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
     mv "$out/.kwok-gobin.$$/kwok" "$tmp" && rmdir "$out/.kwok-gobin.$$"
   else
-    (cd "$root/hack/k8s" && CGO_ENABLED=0 go build -trimpath -o "$tmp" "$pkg") >&2
+    (cd "$root/hack/k8s" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") >&2
   fi
   mv "$tmp" "$out/$n"
   echo "k8s-binaries: built $n in $((SECONDS - start)) s" >&2
