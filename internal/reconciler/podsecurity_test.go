@@ -1,0 +1,144 @@
+package reconciler_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// warnings collects the API server's warnings (Pod Security's warn mode
+// speaks through them).
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+// restrictedNamespace is a namespace that enforces and warns on the
+// restricted Pod Security Standard.
+func restrictedNamespace(t *testing.T) string {
+	t.Helper()
+	ns := newNamespace(t)
+	obj := &corev1.Namespace{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Name: ns}, obj))
+	obj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	obj.Labels["pod-security.kubernetes.io/warn"] = "restricted"
+	must(t, k8s.Update(ctx, obj))
+	return ns
+}
+
+// admitPod asks the API server, with Pod Security on, to create the pod a
+// Job would create, as a dry run, and returns the warnings.
+func admitPod(t *testing.T, job *batchv1.Job) []string {
+	t.Helper()
+	w := &warnings{}
+	cfg := rest.CopyConfig(restCfg)
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: testutil.Scheme()})
+	must(t, err)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-0-probe", Labels: job.Spec.Template.Labels},
+		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := c.Create(ctx, pod, client.DryRunAll); err != nil {
+		t.Fatalf("the pod of Job %s is refused: %v", job.Name, err)
+	}
+	return w.list
+}
+
+func TestTheJobOfAnHTTPTaskRunsTheRunnerWithSecretsByReferenceAndPassesRestricted(t *testing.T) {
+	ns := restrictedNamespace(t)
+	task := newTask(ns, "webhook", httpTask("https://hooks.example.com/deploy?key=x"), func(t *v1alpha1.Task) {
+		t.Spec.HTTP = &v1alpha1.HTTPSpec{Method: "POST", Body: `{"v":1}`, SuccessCodes: []int32{200, 202}, TimeoutSeconds: 7,
+			Headers: []v1alpha1.HTTPHeader{
+				{Name: "Content-Type", Value: ptr.To("application/json")},
+				{Name: "Authorization", ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "hook", Key: "token"}}},
+			}}
+	})
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.Image != jobOpts.RunnerImage || strings.Join(c.Command, " ") != "/task-runner" || strings.Join(c.Args, " ") != "http" {
+		t.Fatalf("runner container: image %s command %v args %v", c.Image, c.Command, c.Args)
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	for name, want := range map[string]string{
+		"TASK_HTTP_URL": "https://hooks.example.com/deploy?key=x", "TASK_HTTP_METHOD": "POST", "TASK_HTTP_BODY": `{"v":1}`,
+		"TASK_HTTP_SUCCESS_CODES": "200,202", "TASK_HTTP_TIMEOUT_SECONDS": "7",
+		"TASK_HTTP_HEADER_0_NAME": "Content-Type", "TASK_HTTP_HEADER_0_VALUE": "application/json",
+		"TASK_HTTP_HEADER_1_NAME": "Authorization", "TASK_HTTP_HEADER_1_SENSITIVE": "true",
+	} {
+		if env[name].Value != want {
+			t.Fatalf("%s = %q, want %q", name, env[name].Value, want)
+		}
+	}
+	secret := env["TASK_HTTP_HEADER_1_VALUE"]
+	if secret.Value != "" || secret.ValueFrom == nil || secret.ValueFrom.SecretKeyRef == nil ||
+		secret.ValueFrom.SecretKeyRef.Name != "hook" || secret.ValueFrom.SecretKeyRef.Key != "token" {
+		t.Fatalf("the Secret-backed header is not a secretKeyRef: %+v", secret)
+	}
+	if _, ok := env["TASK_HTTP_HEADER_0_SENSITIVE"]; ok {
+		t.Fatal("a literal header is marked sensitive")
+	}
+	if ptr.Deref(pod.AutomountServiceAccountToken, true) {
+		t.Fatal("the service account token is mounted without serviceAccountName")
+	}
+	if w := admitPod(t, &job); len(w) != 0 {
+		t.Fatalf("Pod Security warnings for the http pod: %v", w)
+	}
+}
+
+func TestAShellTaskOnARootImageRunsNonRootAndPassesRestricted(t *testing.T) {
+	ns := restrictedNamespace(t)
+	task := newTask(ns, "busybox", func(t *v1alpha1.Task) {
+		t.Spec.Image = "busybox:1.37" // root by default
+		t.Spec.Env = []v1alpha1.EnvVar{{Name: "MODE", Value: ptr.To("ci")}}
+		t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": "ops"}, Annotations: map[string]string{"note": "x"}}
+	})
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	sc := job.Spec.Template.Spec.SecurityContext
+	if sc == nil || ptr.Deref(sc.RunAsUser, 0) == 0 || !ptr.Deref(sc.RunAsNonRoot, false) {
+		t.Fatalf("pod security context: %+v", sc)
+	}
+	if w := admitPod(t, &job); len(w) != 0 {
+		t.Fatalf("Pod Security warnings for the shell pod: %v", w)
+	}
+	if job.Spec.Template.Labels["team"] != "ops" || job.Spec.Template.Annotations["note"] != "x" {
+		t.Fatalf("podMetadata not passed: %v %v", job.Spec.Template.Labels, job.Spec.Template.Annotations)
+	}
+}
+
+// The control: the same namespace refuses a pod that is not restricted, so
+// the checks above can fail.
+func TestARestrictedNamespaceRefusesARootPod(t *testing.T) {
+	ns := restrictedNamespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "root"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	err := k8s.Create(ctx, pod, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+		t.Fatalf("a root pod was not refused by Pod Security: %v", err)
+	}
+}
