@@ -22,6 +22,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/reconciler"
 )
 
@@ -113,6 +114,7 @@ func run(o options) error {
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.maxConcurrent}); err != nil {
 		return fmt.Errorf("setting up the Task controller: %w", err)
 	}
+	metrics.Register(mgr.GetCache())
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

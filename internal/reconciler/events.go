@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/scheduler"
 )
 
@@ -29,27 +30,34 @@ func (r *TaskReconciler) event(task *v1alpha1.Task, related runtime.Object, typ 
 	r.Recorder.Eventf(task, related, typ, string(reason), action, "%s", head(note, maxMessage))
 }
 
-// emitTransitionEvents tells what changed between the old and the new
-// status: a run finished, an attempt failed and a retry is scheduled, the
-// spec became invalid. Comparing statuses, not passes, keeps a repeated
-// pass from repeating its events.
-func (p *pass) emitTransitionEvents() {
+// reportTransitions tells, in events and metrics, what changed between the
+// old and the new (written) status: a run finished, an attempt failed and a
+// retry is scheduled, the spec became invalid. Comparing statuses, not
+// passes, keeps a repeated pass from repeating its events and counts.
+func (p *pass) reportTransitions() {
 	r, task, old, st := p.r, p.task, p.old, &p.task.Status
+	typ := task.Spec.Type
 	for _, h := range st.History {
 		if h.Result == v1alpha1.RunResultRunning || historyFinal(old.History, h.RunID) {
 			continue
 		}
+		if h.StartTime != nil && h.CompletionTime != nil {
+			metrics.RunFinished(typ, h.Result, h.CompletionTime.Sub(h.StartTime.Time))
+		}
 		switch h.Result {
 		case v1alpha1.RunResultSucceeded:
+			metrics.AttemptsTotal.WithLabelValues(string(typ), "succeeded").Inc()
 			r.event(task, nil, eventNormal, v1alpha1.EventRunSucceeded, "FinishRun", fmt.Sprintf("run %s %s", h.RunID, h.Message))
 		case v1alpha1.RunResultFailed:
 			r.event(task, nil, eventWarning, v1alpha1.EventRunFailed, "FinishRun", fmt.Sprintf("run %s failed for good: %s", h.RunID, h.Message))
 		}
 	}
 	if st.LastError != "" && st.LastError != old.LastError {
+		metrics.AttemptsTotal.WithLabelValues(string(typ), "failed").Inc()
 		r.event(task, nil, eventWarning, v1alpha1.EventAttemptFailed, "ObserveJob", st.LastError)
 	}
 	if st.NextRetryTime != nil && (old.NextRetryTime == nil || !old.NextRetryTime.Equal(st.NextRetryTime)) {
+		metrics.RetriesScheduled.WithLabelValues(string(typ)).Inc()
 		r.event(task, nil, eventNormal, v1alpha1.EventRetryScheduled, "ScheduleRetry",
 			fmt.Sprintf("run %s: attempt %d starts at %s (in %s)", st.CurrentRun, st.Attempts+1,
 				st.NextRetryTime.UTC().Format(time.RFC3339), st.NextRetryTime.Sub(p.now).Round(time.Second)))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 )
@@ -34,6 +35,10 @@ func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, sc
 	err := p.r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
+		metrics.AttemptsTotal.WithLabelValues(string(p.task.Spec.Type), "started").Inc()
+		if scheduled != nil && attempt == 1 {
+			metrics.ScheduleDelay.Observe(p.now.Sub(*scheduled).Seconds())
+		}
 		p.r.event(p.task, job, eventNormal, v1alpha1.EventAttemptCreated, "CreateJob",
 			fmt.Sprintf("run %s: attempt %d started as Job %s", runID, attempt, job.Name))
 	case apierrors.IsAlreadyExists(err):

@@ -73,7 +73,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		return reconcile.Result{}, err
 	}
-	p.emitTransitionEvents()
+	p.reportTransitions()
 	if runErr != nil {
 		return reconcile.Result{}, runErr
 	}

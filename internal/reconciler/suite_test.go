@@ -29,6 +29,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/testutil"
 )
@@ -90,6 +91,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	metrics.Register(mgr.GetCache())
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)

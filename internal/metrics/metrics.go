@@ -1,0 +1,99 @@
+// Package metrics defines the operator's own Prometheus metrics, served on
+// the manager's metrics endpoint next to controller-runtime's.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+const namespace = "taskoperator"
+
+var (
+	// RunsTotal counts finished runs by Task type and result.
+	RunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "runs_total",
+		Help: "Runs that finished, by Task type and result (Succeeded, Failed, Stopped).",
+	}, []string{"type", "result"})
+
+	// AttemptsTotal counts attempts by Task type and outcome.
+	AttemptsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "attempts_total",
+		Help: "Attempts by Task type and outcome: started (a Job was created), failed, succeeded.",
+	}, []string{"type", "outcome"})
+
+	// RunDuration observes how long finished runs took, retries included.
+	RunDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "run_duration_seconds",
+		Help:    "Duration of finished runs from their first Job to their end, by Task type and result.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600},
+	}, []string{"type", "result"})
+
+	// ScheduleDelay observes how late a scheduled run's Job was created
+	// after its slot.
+	ScheduleDelay = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "schedule_start_delay_seconds",
+		Help:    "Delay from a cron slot to the creation of its run's Job.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
+
+	// RetriesScheduled counts retries the operator scheduled.
+	RetriesScheduled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "retries_scheduled_total",
+		Help: "Retries scheduled after a failed attempt, by Task type.",
+	}, []string{"type"})
+)
+
+// Register adds the metrics to controller-runtime's registry; reader (the
+// manager's cache) serves the Tasks-by-phase gauge at scrape time.
+func Register(reader client.Reader) {
+	ctrlmetrics.Registry.MustRegister(RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled,
+		&phaseCollector{reader: reader})
+}
+
+// RunFinished records a run that finished.
+func RunFinished(taskType v1alpha1.TaskType, result v1alpha1.RunResult, took time.Duration) {
+	RunsTotal.WithLabelValues(string(taskType), string(result)).Inc()
+	RunDuration.WithLabelValues(string(taskType), string(result)).Observe(took.Seconds())
+}
+
+// phaseCollector counts Tasks by phase from the cache when scraped, so the
+// gauge is always true and costs nothing between scrapes.
+type phaseCollector struct {
+	reader client.Reader
+}
+
+var tasksDesc = prometheus.NewDesc(namespace+"_tasks", "Tasks by phase.", []string{"phase"}, nil)
+
+func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- tasksDesc }
+
+func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var list v1alpha1.TaskList
+	if err := c.reader.List(ctx, &list); err != nil {
+		ch <- prometheus.NewInvalidMetric(tasksDesc, err)
+		return
+	}
+	counts := map[v1alpha1.TaskPhase]int{}
+	for _, phase := range []v1alpha1.TaskPhase{v1alpha1.PhasePending, v1alpha1.PhaseRunning, v1alpha1.PhaseRetrying,
+		v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseScheduled, v1alpha1.PhaseSuspended} {
+		counts[phase] = 0
+	}
+	for _, t := range list.Items {
+		phase := t.Status.Phase
+		if phase == "" {
+			phase = v1alpha1.PhasePending
+		}
+		counts[phase]++
+	}
+	for phase, n := range counts {
+		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), string(phase))
+	}
+}
