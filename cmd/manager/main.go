@@ -32,6 +32,7 @@ import (
 
 type options struct {
 	metricsAddr, probeAddr  string
+	pprofAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
 	shellImage, runnerImage string
@@ -46,6 +47,7 @@ func parseFlags() options {
 	var o options
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints (/debug/pprof/); 0 disables them")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so only one replica reconciles (needed with more than one replica)")
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	flag.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
@@ -93,6 +95,7 @@ func run(o options) error {
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              "task-operator.batch.taskops.io",
 		LeaderElectionNamespace:       o.leaderElectionNamespace,
