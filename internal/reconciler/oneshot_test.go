@@ -310,3 +310,26 @@ func TestAJobTheAPIServerRefusesMakesTheSpecInvalidUntilFixed(t *testing.T) {
 	running := waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 	assertConditions(t, running, U, F, T, F)
 }
+
+func TestAFinishedTaskIsDeletedAfterItsTTL(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	task := newTask(ns, "short-lived", func(t *v1alpha1.Task) { t.Spec.TTLSecondsAfterFinished = ptr.To[int32](60) })
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	finished := fakeClock.Now().Truncate(time.Second)
+	must(t, testutil.CompleteJob(ctx, k8s, &job, finished))
+	waitTask(t, task, "phase Succeeded", phaseIs(ok))
+	if res := reconcileOnce(t, rec, task); res.RequeueAfter <= 0 || res.RequeueAfter > 60*time.Second {
+		t.Fatalf("requeue after %s, want the wait until the TTL ends", res.RequeueAfter)
+	}
+
+	fakeClock.SetTime(finished.Add(61 * time.Second))
+	poke(t, task)
+	eventually(t, "the Task and its Job deleted", func() (bool, string) {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(task), &v1alpha1.Task{})
+		n := len(jobsOf(t, task))
+		return apierrors.IsNotFound(err) && n == 0, errString(err) + " jobs=" + itoa(n)
+	})
+	fakeClock.SetTime(time.Now())
+}
