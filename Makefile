@@ -48,9 +48,10 @@ test: vet verify-generated ## Run unit and integration tests (builds the API ser
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./... -count=1
 
 .PHONY: build
-build: ## Build the manager and the task runner into bin/.
+build: ## Build the manager, the task runner and the kubectl plugin into bin/.
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/manager ./cmd/manager
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/task-runner ./cmd/task-runner
+	CGO_ENABLED=0 go build -o $(LOCALBIN)/kubectl-task ./cmd/kubectl-task
 
 ##@ Running
 
@@ -72,4 +73,4 @@ $(CONTROLLER_GEN):
 
 .PHONY: clean
 clean: ## Remove built binaries (keeps the cached Kubernetes binaries in bin/k8s).
-	rm -f $(LOCALBIN)/manager $(LOCALBIN)/task-runner
+	rm -f $(LOCALBIN)/manager $(LOCALBIN)/task-runner $(LOCALBIN)/kubectl-task

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// messageWidth is where history cuts messages unless --no-trunc.
+const messageWidth = 60
+
+func (a *app) historyCommand() *cobra.Command {
+	var noTrunc bool
+	cmd := &cobra.Command{
+		Use:   "history NAME",
+		Short: "Print the Task's runs (status.history), newest first",
+		Long: `Print the Task's runs from status.history, newest first (the operator keeps
+the last 10): run id, result, attempts, start and end (UTC, RFC 3339), how
+long the run took (so far, while Running) and its message, cut to one line
+of 60 characters unless --no-trunc.`,
+		Example: `  kubectl task history nightly-report -n ops`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.getClients()
+			if err != nil {
+				return err
+			}
+			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
+			return a.history(cmd.Context(), c, key, noTrunc)
+		},
+	}
+	cmd.Flags().BoolVar(&noTrunc, "no-trunc", false, "print messages in full (still on one line)")
+	return cmd
+}
+
+func (a *app) history(ctx context.Context, c *clients, key types.NamespacedName, noTrunc bool) error {
+	task := &v1alpha1.Task{}
+	if err := c.ctrl.Get(ctx, key, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			return notFoundError(key)
+		}
+		return err
+	}
+	if len(task.Status.History) == 0 {
+		fmt.Fprintf(a.errOut(), "No runs recorded for task/%s yet.\n", key.Name)
+		return nil
+	}
+	return printHistory(a.out(), task.Status.History, a.now(), noTrunc)
+}
+
+// printHistory prints runs as a table.
+func printHistory(w io.Writer, runs []v1alpha1.RunRecord, now time.Time, noTrunc bool) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tRESULT\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tMESSAGE")
+	for i := range runs {
+		r := &runs[i]
+		duration := "-"
+		if d, ok := runDuration(r, now); ok {
+			duration = formatDuration(d)
+		}
+		width := messageWidth
+		if noTrunc {
+			width = 0
+		}
+		msg := oneLine(r.Message, width)
+		if msg == "" {
+			msg = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.RunID, r.Result, strconv.Itoa(int(r.Attempts)),
+			formatTime(r.StartTime), formatTime(r.CompletionTime), duration, msg)
+	}
+	return tw.Flush()
+}

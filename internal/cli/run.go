@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+func (a *app) runCommand() *cobra.Command {
+	var (
+		file    string
+		wait    bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run -f FILE [--wait] [--timeout DURATION]",
+		Short: "Create the Task in FILE and optionally wait for it to finish",
+		Long: `Create the Task in FILE (YAML or JSON, one Task; '-' reads stdin).
+
+The namespace is the file's metadata.namespace, else -n/--namespace, else the
+kubeconfig context's namespace, else "default". metadata.generateName works:
+each call then creates a new Task, which suits CI pipelines.
+
+With --wait, wait for the Task to finish as 'kubectl task wait' does.`,
+		Example: `  # Create a Task and wait up to 10 minutes for it
+  kubectl task run -f task.yaml --wait --timeout 10m
+
+  # From stdin, in namespace ci
+  cat task.yaml | kubectl task run -n ci -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageErrorf("-f/--filename is required")
+			}
+			if err := checkTimeout(timeout); err != nil {
+				return err
+			}
+			task, err := readTask(file, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			c, err := a.getClients()
+			if err != nil {
+				return err
+			}
+			switch {
+			case task.Namespace == "":
+				task.Namespace = c.namespace
+			case c.explicitNamespace && task.Namespace != c.namespace:
+				return fmt.Errorf("the namespace of %s (%q) does not match --namespace %q",
+					file, task.Namespace, c.namespace)
+			}
+			start := a.now()
+			if err := c.ctrl.Create(cmd.Context(), task, client.FieldValidation("Strict")); err != nil {
+				if apierrors.IsAlreadyExists(err) {
+					return fmt.Errorf("%w\nhint: re-run an existing Task with 'kubectl task trigger %s', or use metadata.generateName to create a new Task each time",
+						err, task.Name)
+				}
+				return fmt.Errorf("creating the Task from %s: %w", file, err)
+			}
+			fmt.Fprintf(a.out(), "task/%s created in namespace %s\n", task.Name, task.Namespace)
+			if !wait {
+				return nil
+			}
+			key := types.NamespacedName{Namespace: task.Namespace, Name: task.Name}
+			return a.waitFor(cmd.Context(), c, key, timeout, start, newTaskTracker())
+		},
+	}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Task (YAML or JSON); - for stdin")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Task finished; the exit code tells how")
+	addTimeoutFlag(cmd, &timeout)
+	return cmd
+}
+
+// maxManifestBytes bounds what run reads.
+const maxManifestBytes = 4 << 20
+
+// readTask reads one Task from a YAML or JSON file ("-": in).
+func readTask(file string, in io.Reader) (*v1alpha1.Task, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(io.LimitReader(in, maxManifestBytes+1))
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, maxManifestBytes)
+	}
+	return decodeTask(file, data)
+}
+
+// decodeTask decodes exactly one Task, strictly: unknown or duplicate
+// fields are errors rather than silently dropped.
+func decodeTask(file string, data []byte) (*v1alpha1.Task, error) {
+	var docs []runtime.RawExtension
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var raw runtime.RawExtension
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("parsing %s: %w", file, err)
+		}
+		if len(bytes.TrimSpace(raw.Raw)) == 0 || string(bytes.TrimSpace(raw.Raw)) == "null" {
+			continue // an empty YAML document
+		}
+		docs = append(docs, raw)
+	}
+	switch len(docs) {
+	case 0:
+		return nil, fmt.Errorf("%s holds no object", file)
+	case 1:
+	default:
+		return nil, fmt.Errorf("%s holds %d objects; run takes exactly one Task", file, len(docs))
+	}
+	codecs := serializer.NewCodecFactory(newScheme(), serializer.EnableStrict)
+	obj, gvk, err := codecs.UniversalDeserializer().Decode(docs[0].Raw, nil, nil)
+	if err != nil {
+		if gvk != nil && gvk.Kind != "" && runtime.IsNotRegisteredError(err) {
+			return nil, fmt.Errorf("%s holds a %s (%s), not a Task (%s)", file, gvk.Kind, gvk.GroupVersion(), v1alpha1.GroupVersion)
+		}
+		return nil, fmt.Errorf("decoding the Task in %s: %w", file, err)
+	}
+	task, ok := obj.(*v1alpha1.Task)
+	if !ok {
+		return nil, fmt.Errorf("%s holds a %s (%s), not a Task (%s)", file, gvk.Kind, gvk.GroupVersion(), v1alpha1.GroupVersion)
+	}
+	if task.Name == "" && task.GenerateName == "" {
+		return nil, fmt.Errorf("the Task in %s has neither metadata.name nor metadata.generateName", file)
+	}
+	task.ResourceVersion = ""
+	return task, nil
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"regexp"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+)
+
+// finishedOneShot creates a one-shot Task whose run 0 succeeded.
+func finishedOneShot(t *testing.T, ns, name string) types.NamespacedName {
+	t.Helper()
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	createTask(t, shellTask(ns, name, 1))
+	setStatus(t, key, func(task *v1alpha1.Task) { succeeded(task, 1) })
+	return key
+}
+
+// acceptRunNow plays the operator taking a run-now token: it records the
+// token and starts its run.
+func acceptRunNow(t *testing.T, key types.NamespacedName, token string) {
+	t.Helper()
+	id := jobs.RunNowRunID(token)
+	now := metav1.Now()
+	setStatus(t, key, func(task *v1alpha1.Task) {
+		task.Status.LastRunNowToken = jobs.TokenHash(token)
+		task.Status.CurrentRun = id
+		task.Status.Phase = v1alpha1.PhaseRunning
+		task.Status.Attempts = 1
+		task.Status.LastJobName = key.Name + "-abcde-" + id + "-1"
+		task.Status.History = append([]v1alpha1.RunRecord{{RunID: id, Attempts: 1,
+			Result: v1alpha1.RunResultRunning, StartTime: &now}}, task.Status.History...)
+		setCondition(task, v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonRunning, "")
+	})
+}
+
+// finishRun plays the operator ending run id.
+func finishRun(t *testing.T, key types.NamespacedName, id string, result v1alpha1.RunResult, msg string) {
+	t.Helper()
+	now := metav1.Now()
+	setStatus(t, key, func(task *v1alpha1.Task) {
+		for i := range task.Status.History {
+			if task.Status.History[i].RunID == id {
+				task.Status.History[i].Result = result
+				task.Status.History[i].CompletionTime = &now
+				task.Status.History[i].Message = msg
+			}
+		}
+		task.Status.Phase = v1alpha1.PhaseSucceeded
+		if result != v1alpha1.RunResultSucceeded {
+			task.Status.Phase = v1alpha1.PhaseFailed
+			task.Status.LastError = "PodFailed (attempt 2, job j: exit 1"
+		}
+	})
+}
+
+var tokenPattern = regexp.MustCompile(`^\d{8}T\d{6}Z-[0-9a-f]{8}$`)
+
+func TestTriggerWaitSucceeds(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "report")
+	inv := start(t, "-n", ns, "trigger", "report", "--wait", "--timeout", "30s")
+
+	// The token is set with a merge patch and names the run.
+	var token string
+	eventually(t, "the run-now annotation", func() bool {
+		token = getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]
+		return token != ""
+	})
+	if !tokenPattern.MatchString(token) {
+		t.Errorf("token %q does not look like <UTC timestamp>-<random hex>", token)
+	}
+	id := jobs.RunNowRunID(token)
+	inv.waitOutput(t, inv.stdout, "task/report triggered: run "+id+` (run-now token "`+token+`")`)
+	// Ready=True from run 0 does not end the wait for the new run.
+	inv.waitOutput(t, inv.stderr, "task/report: waiting for the operator to start run "+id)
+
+	acceptRunNow(t, key, token)
+	inv.waitOutput(t, inv.stderr, "task/report: Running (run "+id+", attempt 1/2)")
+	finishRun(t, key, id, v1alpha1.RunResultSucceeded, "succeeded on attempt 1")
+
+	if code := inv.wait(t); code != ExitOK {
+		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
+	}
+	assertContains(t, "stdout", inv.stdout.String(), "task/report succeeded (run "+id+", 1 attempt")
+}
+
+func TestTriggerWaitFails(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "deploy")
+	const token = "pipeline-4711"
+	id := jobs.RunNowRunID(token)
+	inv := start(t, "-n", ns, "trigger", "deploy", "--run-now-token", token, "--wait", "--timeout", "30s")
+	inv.waitOutput(t, inv.stderr, "waiting for the operator to start run "+id)
+	if got := getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]; got != token {
+		t.Fatalf("annotation %q, want %q", got, token)
+	}
+	acceptRunNow(t, key, token)
+	finishRun(t, key, id, v1alpha1.RunResultFailed, "RetriesExhausted: PodFailed: exit code 1")
+	if code := inv.wait(t); code != ExitFailed {
+		t.Fatalf("exit code %d, want 1\nstderr:\n%s", code, inv.stderr)
+	}
+	assertContains(t, "stderr", inv.stderr.String(),
+		"task/deploy: run "+id+" failed after 1 attempt: RetriesExhausted: PodFailed: exit code 1",
+		"last error: PodFailed (attempt 2, job j: exit 1")
+
+	// The same token again starts no new run: wait reports that run.
+	code, stdout, stderr := runCLI(t, "-n", ns, "trigger", "deploy", "--run-now-token", token, "--wait", "--timeout", "10s")
+	if code != ExitFailed {
+		t.Fatalf("second trigger: exit code %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestTriggerQueuedAndReplaced: with Forbid the run queues behind the
+// active one; a token replaced before the operator took it never runs.
+func TestTriggerQueuedAndReplaced(t *testing.T) {
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "busy"}
+	createTask(t, shellTask(ns, "busy", 0))
+	setStatus(t, key, func(task *v1alpha1.Task) { inProgress(task, v1alpha1.PhaseRunning, 1) })
+
+	inv := start(t, "-n", ns, "trigger", "busy", "--run-now-token", "first", "--wait", "--timeout", "30s")
+	inv.waitOutput(t, inv.stderr, "run "+jobs.RunNowRunID("first")+" queued behind run 0 (concurrencyPolicy Forbid), which is Running (attempt 1/1)")
+
+	if code, _, stderr := runCLI(t, "-n", ns, "trigger", "busy", "--run-now-token", "second"); code != ExitOK {
+		t.Fatalf("second trigger: exit code %d\n%s", code, stderr)
+	}
+	if code := inv.wait(t); code != ExitError {
+		t.Fatalf("exit code %d, want 3\nstderr:\n%s", code, inv.stderr)
+	}
+	assertContains(t, "stderr", inv.stderr.String(), `run-now token "first" was replaced by "second" before the operator started run `)
+}
+
+func TestTriggerNotFound(t *testing.T) {
+	ns := newNamespace(t)
+	code, stdout, stderr := runCLI(t, "-n", ns, "trigger", "nope")
+	if code != ExitError {
+		t.Fatalf("exit code %d, want 3\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	assertContains(t, "stderr", stderr, `task "nope" not found`)
+}
+
+func TestTriggerWithoutWait(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "quick")
+	code, stdout, stderr := runCLI(t, "-n", ns, "trigger", "quick")
+	if code != ExitOK {
+		t.Fatalf("exit code %d\n%s", code, stderr)
+	}
+	token := getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]
+	assertContains(t, "stdout", stdout, "task/quick triggered: run "+jobs.RunNowRunID(token))
+}

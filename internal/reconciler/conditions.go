@@ -1,0 +1,157 @@
+package reconciler
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/retry"
+)
+
+// The contract's conditions table: which row a Task is in decides its phase
+// and its Ready, Failed, Reconciling and Stalled conditions.
+
+// verdict is one row of the contract's conditions table.
+type verdict struct {
+	phase       v1alpha1.TaskPhase
+	ready       metav1.ConditionStatus
+	reason      v1alpha1.Reason
+	message     string
+	failed      bool
+	reconciling bool
+}
+
+// setPhaseAndConditions applies the contract's conditions table.
+func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, o outcome) {
+	gen, now := task.Generation, o.now
+	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
+	v := judge(task, st, o)
+
+	if suspended && o.invalid == nil {
+		// Suspended: Ready, Failed and Stalled stay as they were; only
+		// Reconciling says whether a one-shot run is unfinished.
+		st.Phase = v1alpha1.PhaseSuspended
+		if len(st.Active) > 0 {
+			st.Phase = v1alpha1.PhaseRunning
+		}
+		ensureCondition(st, v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonSuspended, "the Task is suspended", gen, now)
+		ensureCondition(st, v1alpha1.ConditionFailed, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
+		ensureCondition(st, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
+		for i := range st.Conditions {
+			st.Conditions[i].ObservedGeneration = gen
+		}
+		setCondition(st, v1alpha1.ConditionReconciling, boolStatus(v.reconciling), reconcilingReason(v), v.message, gen, now)
+		return
+	}
+
+	st.Phase = v.phase
+	setCondition(st, v1alpha1.ConditionReady, v.ready, v.reason, v.message, gen, now)
+	if v.failed {
+		setCondition(st, v1alpha1.ConditionFailed, metav1.ConditionTrue, v.reason, v.message, gen, now)
+		setCondition(st, v1alpha1.ConditionStalled, metav1.ConditionTrue, v.reason, v.message, gen, now)
+	} else {
+		setCondition(st, v1alpha1.ConditionFailed, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
+		setCondition(st, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
+	}
+	setCondition(st, v1alpha1.ConditionReconciling, boolStatus(v.reconciling), reconcilingReason(v), v.message, gen, now)
+}
+
+// judge finds the row of the conditions table the Task is in.
+func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, o outcome) verdict {
+	if o.invalid != nil {
+		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: o.invalid.Reason, message: o.invalid.Message, failed: true}
+	}
+	if o.cron {
+		return judgeCron(st, o)
+	}
+	if len(st.History) == 0 {
+		return verdict{phase: v1alpha1.PhasePending, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending,
+			message: "the run has not started yet", reconciling: true}
+	}
+	cur := st.History[0]
+	switch cur.Result {
+	case v1alpha1.RunResultSucceeded:
+		return verdict{phase: v1alpha1.PhaseSucceeded, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonSucceeded, message: cur.Message}
+	case v1alpha1.RunResultFailed:
+		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: finalReason(o, cur), message: cur.Message, failed: true}
+	}
+	step := o.steps[cur.RunID]
+	switch step.Kind {
+	case retry.WaitForRetry, retry.Paused:
+		return verdict{phase: v1alpha1.PhaseRetrying, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonRetrying,
+			message: cur.Message, reconciling: true}
+	case retry.Running:
+		return verdict{phase: v1alpha1.PhaseRunning, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonRunning,
+			message: fmt.Sprintf("run %s: attempt %d of %d is running", cur.RunID, step.Attempt, retry.PolicyFor(&task.Spec).MaxAttempts()), reconciling: true}
+	}
+	return verdict{phase: v1alpha1.PhasePending, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending,
+		message: fmt.Sprintf("run %s: the next attempt has no Job yet", cur.RunID), reconciling: true}
+}
+
+// judgeCron applies the cron rows: runs in progress do not make a cron
+// Task InProgress; its readiness is that of its last finished run.
+func judgeCron(st *v1alpha1.TaskStatus, o outcome) verdict {
+	v := verdict{phase: v1alpha1.PhaseScheduled, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonScheduled,
+		message: "no run has finished yet"}
+	if len(st.Active) > 0 {
+		v.phase = v1alpha1.PhaseRunning
+	}
+	for _, h := range st.History {
+		switch h.Result {
+		case v1alpha1.RunResultSucceeded:
+			v.reason, v.message = v1alpha1.ReasonSucceeded, fmt.Sprintf("run %s %s", h.RunID, h.Message)
+			return v
+		case v1alpha1.RunResultFailed:
+			v.ready, v.reason, v.failed = metav1.ConditionFalse, v1alpha1.ReasonLastRunFailed, true
+			v.message = fmt.Sprintf("run %s failed: %s", h.RunID, h.Message)
+			return v
+		}
+	}
+	return v
+}
+
+// finalReason is the contract's reason of a run that failed for good.
+func finalReason(o outcome, cur v1alpha1.RunRecord) v1alpha1.Reason {
+	if s, ok := o.steps[cur.RunID]; ok && s.Kind == retry.Failed {
+		return s.Reason
+	}
+	for _, r := range []v1alpha1.Reason{v1alpha1.ReasonNotRetryable, v1alpha1.ReasonRetriesExhausted} {
+		if len(cur.Message) >= len(r) && cur.Message[:len(r)] == string(r) {
+			return r
+		}
+	}
+	return v1alpha1.ReasonRetriesExhausted
+}
+
+func reconcilingReason(v verdict) v1alpha1.Reason {
+	if v.reconciling {
+		return v.reason
+	}
+	return v1alpha1.ReasonIdle
+}
+
+// setCondition sets a condition; meta.SetStatusCondition moves
+// lastTransitionTime only when the status changes.
+func setCondition(st *v1alpha1.TaskStatus, typ string, status metav1.ConditionStatus, reason v1alpha1.Reason, msg string, gen int64, now time.Time) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: string(reason), Message: head(msg, maxMessage),
+		ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now.UTC().Truncate(time.Second)),
+	})
+}
+
+// ensureCondition sets a condition only when it is missing.
+func ensureCondition(st *v1alpha1.TaskStatus, typ string, status metav1.ConditionStatus, reason v1alpha1.Reason, msg string, gen int64, now time.Time) {
+	if meta.FindStatusCondition(st.Conditions, typ) == nil {
+		setCondition(st, typ, status, reason, msg, gen, now)
+	}
+}
+
+func boolStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
