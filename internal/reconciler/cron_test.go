@@ -7,6 +7,7 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -84,6 +85,7 @@ func TestEachSlotOfACronTaskFiresOnce(t *testing.T) {
 	}
 	running := waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 	assertConditions(t, running, T, F, F, F) // a run in progress does not make a cron Task InProgress
+	assertKstatus(t, running, kstatus.CurrentStatus)
 	if !running.Status.LastScheduleTime.Time.Equal(slot1) {
 		t.Fatalf("lastScheduleTime %v, want %v", running.Status.LastScheduleTime, slot1)
 	}
@@ -234,6 +236,7 @@ func TestALastRunFailedForGoodMakesACronTaskNotReady(t *testing.T) {
 		return c != nil && c.Reason == string(v1alpha1.ReasonLastRunFailed)
 	})
 	assertConditions(t, got, F, T, F, T)
+	assertKstatus(t, got, kstatus.FailedStatus)
 	if got.Status.Phase != v1alpha1.PhaseScheduled {
 		t.Fatalf("phase %s, want Scheduled", got.Status.Phase)
 	}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -32,6 +33,7 @@ func TestAShellTaskRunsAsOneJobAndSucceeds(t *testing.T) {
 	job := waitJobs(t, task, 1)[0]
 	running := waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 	assertConditions(t, running, U, F, T, F)
+	assertKstatus(t, running, kstatus.InProgressStatus)
 	if running.Status.Attempts != 1 || running.Status.CurrentRun != "0" || running.Status.LastJobName != job.Name || len(running.Status.Active) != 1 {
 		t.Fatalf("running status: %s", statusSummary(running))
 	}
@@ -63,6 +65,7 @@ func TestAShellTaskRunsAsOneJobAndSucceeds(t *testing.T) {
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	done := waitTask(t, task, "phase Succeeded", phaseIs(ok))
 	assertConditions(t, done, T, F, F, F)
+	assertKstatus(t, done, kstatus.CurrentStatus)
 	if len(done.Status.Active) != 0 || done.Status.CompletionTime == nil || done.Status.LastSuccessfulTime == nil {
 		t.Fatalf("succeeded status: %s", statusSummary(done))
 	}
@@ -107,6 +110,7 @@ func TestAFailedAttemptIsRetriedAfterItsBackoffAndThenSucceeds(t *testing.T) {
 
 	retrying := waitTask(t, task, "phase Retrying", phaseIs(v1alpha1.PhaseRetrying))
 	assertConditions(t, retrying, U, F, T, F)
+	assertKstatus(t, retrying, kstatus.InProgressStatus)
 	if want := failedAt.Add(10 * time.Second); retrying.Status.NextRetryTime == nil || !retrying.Status.NextRetryTime.Time.Equal(want) {
 		t.Fatalf("nextRetryTime %v, want %v", retrying.Status.NextRetryTime, want)
 	}
@@ -153,6 +157,7 @@ func TestExhaustedRetriesFailTheTaskWithTheLastReasonAndOutput(t *testing.T) {
 
 	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
 	assertConditions(t, failed, F, T, F, T)
+	assertKstatus(t, failed, kstatus.FailedStatus)
 	fc := condition(failed, v1alpha1.ConditionFailed)
 	if fc.Reason != string(v1alpha1.ReasonRetriesExhausted) || !strings.Contains(fc.Message, "DeadlineExceeded") {
 		t.Fatalf("Failed condition: %+v", fc)
@@ -247,6 +252,7 @@ func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testi
 		return x.Status.CurrentRun == runID && x.Status.Phase == v1alpha1.PhaseRunning
 	})
 	assertConditions(t, rerun, U, F, T, F)
+	assertKstatus(t, rerun, kstatus.InProgressStatus)
 	if rerun.Status.Attempts != 1 || rerun.Status.LastRunNowToken != jobs.TokenHash("build-42") {
 		t.Fatalf("rerun status: %s", statusSummary(rerun))
 	}
@@ -258,6 +264,7 @@ func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testi
 		return x.Status.Phase == ok && x.Status.CurrentRun == runID
 	})
 	assertConditions(t, again, T, F, F, F)
+	assertKstatus(t, again, kstatus.CurrentStatus)
 	if len(again.Status.History) != 2 || again.Status.History[0].RunID != runID || again.Status.History[1].RunID != "0" {
 		t.Fatalf("history: %+v", again.Status.History)
 	}
@@ -293,6 +300,7 @@ func TestAJobTheAPIServerRefusesMakesTheSpecInvalidUntilFixed(t *testing.T) {
 	must(t, k8s.Create(ctx, task))
 	bad := waitTask(t, task, "InvalidSpec", phaseIs(v1alpha1.PhaseFailed))
 	assertConditions(t, bad, F, T, F, T)
+	assertKstatus(t, bad, kstatus.FailedStatus)
 	if c := condition(bad, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonInvalidSpec) || !strings.Contains(c.Message, "requests") {
 		t.Fatalf("Ready: %+v", c)
 	}

@@ -15,10 +15,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -367,4 +370,17 @@ func getJob(t *testing.T, job *batchv1.Job) *batchv1.Job {
 	got := &batchv1.Job{}
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(job), got))
 	return got
+}
+
+// assertKstatus checks the verdict health tools (Flux, kpt, cli-utils)
+// read from the Task, with the kstatus library itself.
+func assertKstatus(t *testing.T, task *v1alpha1.Task, want kstatus.Status) {
+	t.Helper()
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(task)
+	must(t, err)
+	res, err := kstatus.Compute(&unstructured.Unstructured{Object: obj})
+	must(t, err)
+	if res.Status != want {
+		t.Fatalf("kstatus %s (%s), want %s: %s", res.Status, res.Message, want, statusSummary(task))
+	}
 }
