@@ -29,24 +29,14 @@ var (
 const ns = "default"
 
 func TestMain(m *testing.M) {
-	env, err := testutil.NewEnv()
+	_, c, stop, err := testutil.StartAPIServer()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		os.Exit(1)
-	}
-	k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()})
-	code := 1
-	if err == nil {
-		code = m.Run()
-	} else {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	_ = env.Stop()
+	k8s = c
+	code := m.Run()
+	stop()
 	os.Exit(code)
 }
 

@@ -53,27 +53,17 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	env, err := testutil.NewEnv()
+	cfg, c, stop, err := testutil.StartAPIServer()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	restCfg = cfg
+	defer stop()
+	restCfg, k8s = cfg, c
 
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	k8s, err = client.New(cfg, client.Options{Scheme: testutil.Scheme()})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	fakeClock = clocktesting.NewFakeClock(time.Now())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testutil.Scheme(),

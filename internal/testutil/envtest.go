@@ -13,6 +13,8 @@ import (
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -61,4 +63,24 @@ func NewEnv() (*envtest.Environment, error) {
 		BinaryAssetsDirectory: assets,
 		Scheme:                Scheme(),
 	}, nil
+}
+
+// StartAPIServer starts etcd and kube-apiserver with the Task CRD and
+// returns their config, a direct (uncached) client, and a stop function.
+func StartAPIServer() (*rest.Config, client.Client, func(), error) {
+	env, err := NewEnv()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("starting envtest: %w", err)
+	}
+	stop := func() { _ = env.Stop() }
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return cfg, c, stop, nil
 }
