@@ -211,7 +211,7 @@ func TestHistoryLimitsPruneTheJobsOfOldRuns(t *testing.T) {
 			return len(x.Status.History) == i+1 && x.Status.History[0].Result != v1alpha1.RunResultRunning
 		})
 	}
-	poke(t, task) // pruning follows the status that recorded the runs
+	// Pruning follows, unprompted, the status write that recorded the runs.
 	eventually(t, "the oldest success pruned", func() (bool, string) {
 		n := len(jobsOf(t, task))
 		return n == 2, itoa(n) + " Jobs"

@@ -126,8 +126,11 @@ func (p *pass) stopAttempt(ctx context.Context, a *runs.Attempt, reason v1alpha1
 // pruneHistory deletes the Jobs of finished runs beyond the history
 // limits. Only runs the stored status already records as finished are
 // pruned: the status must remember a run before its Jobs go, or a lost
-// status write could make the run look new again.
-func (p *pass) pruneHistory(ctx context.Context) error {
+// status write could make the run look new again. A run that is over the
+// limits but not recorded yet is pruned by a pass right after this one
+// (the operator's own status write does not trigger a pass): it returns
+// true then.
+func (p *pass) pruneHistory(ctx context.Context) (again bool, err error) {
 	keepOK := int(ptr.Deref(p.task.Spec.SuccessfulRunsHistoryLimit, 3))
 	keepFailed := int(ptr.Deref(p.task.Spec.FailedRunsHistoryLimit, 1))
 	kept := p.runs[:0:0]
@@ -136,7 +139,7 @@ func (p *pass) pruneHistory(ctx context.Context) error {
 		run := p.runs[i]
 		step := p.steps[run.ID]
 		prune := false
-		if step.Finished() && historyFinal(p.old.History, run.ID) {
+		if step.Finished() {
 			if step.Kind == retry.Succeeded {
 				prune = keepOK <= 0
 				keepOK--
@@ -145,6 +148,9 @@ func (p *pass) pruneHistory(ctx context.Context) error {
 				keepFailed--
 			}
 		}
+		if prune && !historyFinal(p.old.History, run.ID) {
+			prune, again = false, true
+		}
 		if !prune {
 			kept = append(kept, run)
 			continue
@@ -152,7 +158,7 @@ func (p *pass) pruneHistory(ctx context.Context) error {
 		for _, a := range run.Attempts {
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: p.task.Namespace, Name: a.JobName}}
 			if err := p.r.Client.Delete(ctx, job, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
-				return err
+				return false, err
 			}
 		}
 		p.r.event(p.task, nil, eventNormal, v1alpha1.EventJobsDeleted, "DeleteJobs",
@@ -163,7 +169,7 @@ func (p *pass) pruneHistory(ctx context.Context) error {
 		kept[i], kept[j] = kept[j], kept[i]
 	}
 	p.runs = kept
-	return nil
+	return again, nil
 }
 
 // historyFinal reports whether the history records run id as finished.

@@ -12,6 +12,9 @@ import (
 	"github.com/taskops/task-operator/internal/scheduler"
 )
 
+// pruneDelay is how soon a pass prunes runs the previous pass recorded.
+const pruneDelay = time.Second
+
 // problem is a spec the operator cannot act on.
 type problem struct {
 	Reason  v1alpha1.Reason // InvalidSpec or InvalidSchedule
@@ -75,8 +78,12 @@ func (p *pass) run(ctx context.Context) (time.Time, error) {
 	if p.plan.Slots != nil {
 		wake.add(p.plan.Slots.Next)
 	}
-	if err := p.pruneHistory(ctx); err != nil {
+	again, err := p.pruneHistory(ctx)
+	if err != nil {
 		return wake.t, err
+	}
+	if again {
+		wake.add(p.now.Add(pruneDelay))
 	}
 	if err := p.readOutputs(ctx); err != nil {
 		return wake.t, err
