@@ -100,15 +100,19 @@ func judgeCron(st *v1alpha1.TaskStatus, o outcome) verdict {
 		v.phase = v1alpha1.PhaseRunning
 	}
 	for _, h := range st.History {
-		switch h.Result {
-		case v1alpha1.RunResultSucceeded:
+		if h.Result == v1alpha1.RunResultSucceeded {
 			v.reason, v.message = v1alpha1.ReasonSucceeded, fmt.Sprintf("run %s %s", h.RunID, h.Message)
-			return v
-		case v1alpha1.RunResultFailed:
+			break
+		}
+		if h.Result == v1alpha1.RunResultFailed {
 			v.ready, v.reason, v.failed = metav1.ConditionFalse, v1alpha1.ReasonLastRunFailed, true
 			v.message = fmt.Sprintf("run %s failed: %s", h.RunID, h.Message)
-			return v
+			break
 		}
+	}
+	// Say what happens next, for `kubectl describe`.
+	if st.NextScheduleTime != nil {
+		v.message = head(v.message, maxMessage-40) + "; next run at " + st.NextScheduleTime.UTC().Format(time.RFC3339)
 	}
 	return v
 }

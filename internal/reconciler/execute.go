@@ -39,6 +39,7 @@ func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, sc
 		if scheduled != nil && attempt == 1 {
 			metrics.ScheduleDelay.Observe(p.now.Sub(*scheduled).Seconds())
 		}
+		log.FromContext(ctx).Info("created Job", "job", job.Name, "run", runID, "attempt", attempt)
 		p.r.event(p.task, job, eventNormal, v1alpha1.EventAttemptCreated, "CreateJob",
 			fmt.Sprintf("run %s: attempt %d started as Job %s", runID, attempt, job.Name))
 	case apierrors.IsAlreadyExists(err):
