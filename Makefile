@@ -60,11 +60,61 @@ KUBECTL ?= $(shell hack/k8s-binaries.sh kubectl)/kubectl
 
 .PHONY: install
 install: ## Install the CRD into the cluster of the current kubeconfig.
-	$(KUBECTL) apply --server-side -f config/crd/bases
+	$(KUBECTL) apply --server-side -k config/crd
 
 .PHONY: run
 run: ## Run the operator locally against the cluster of the current kubeconfig.
 	go run ./cmd/manager --log-format=console --metrics-bind-address=0 --health-probe-bind-address=0
+
+##@ Deployment
+
+# The image `docker-build` builds and `deploy` runs.
+IMG ?= ghcr.io/taskops/task-operator:latest
+CONTAINER_TOOL ?= docker
+# kustomize, only for `edit set image` (the same version kubectl embeds).
+KUSTOMIZE_VERSION ?= v5.8.1
+KUSTOMIZE := $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+# How long deleting the Tasks (their finalizers need the running operator) may take.
+DELETE_TIMEOUT ?= 5m
+DEPLOY_DIR := tmp/deploy
+
+# Deletes every Task and waits for its finalizer: run while the operator still
+# runs, before removing it or the CRD (skipped when the CRD is not installed).
+define delete-tasks
+	if $(KUBECTL) get crd tasks.batch.taskops.io >/dev/null 2>&1; then \
+	  $(KUBECTL) delete tasks.batch.taskops.io --all --all-namespaces --wait --timeout=$(DELETE_TIMEOUT); \
+	fi
+endef
+
+.PHONY: docker-build
+docker-build: ## Build the image IMG (needs a container engine with BuildKit).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: uninstall
+uninstall: ## Delete all Tasks (the operator must still run), then the CRD.
+	$(delete-tasks)
+	$(KUBECTL) delete --ignore-not-found --wait -k config/crd
+
+.PHONY: deploy
+deploy: $(KUSTOMIZE) ## Deploy the operator (CRD, RBAC, namespace, manager) running image IMG.
+	rm -rf $(DEPLOY_DIR) && mkdir -p $(DEPLOY_DIR)
+	cd $(DEPLOY_DIR) && $(KUSTOMIZE) create --resources ../../config/default && \
+	  $(KUSTOMIZE) edit set image ghcr.io/taskops/task-operator=$(IMG)
+	$(KUSTOMIZE) build $(DEPLOY_DIR) | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Delete all Tasks (while the operator still runs), then everything deploy created.
+	$(delete-tasks)
+	$(KUBECTL) delete --ignore-not-found --wait -k config/default
+
+$(KUSTOMIZE):
+	@mkdir -p $(LOCALBIN)/.kz
+	GOBIN=$(LOCALBIN)/.kz go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(LOCALBIN)/.kz/kustomize $@ && rmdir $(LOCALBIN)/.kz
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)/.cg

@@ -1,0 +1,312 @@
+package manifests_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// managerBinaryEnv names a built manager binary (e.g. bin/manager from
+// `make build`). TestManagerReplicasWithRenderedRBAC runs only when it is set,
+// so `go test ./...` does not depend on the manager compiling.
+const managerBinaryEnv = "TASK_OPERATOR_MANAGER_BINARY"
+
+// TestManagerReplicasWithRenderedRBAC runs two manager processes with the
+// rendered Deployment's args, as the rendered ServiceAccount (impersonated,
+// so only the rendered RBAC applies), against a real API server. It checks
+// that the RBAC is enough to elect a leader and run a Task, that exactly one
+// replica leads, and that the standby takes over when the leader stops
+// within the Deployment's termination grace period.
+func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
+	bin := os.Getenv(managerBinaryEnv)
+	if bin == "" {
+		t.Skipf("set %s to a built manager binary (make build: bin/manager) to run this test", managerBinaryEnv)
+	}
+	if abs, err := filepath.Abs(bin); err == nil {
+		bin = abs
+	}
+	objs := renderDefault(t)
+	d := deployment(t, objs)
+	mc := managerContainer(t, d)
+
+	env, err := testutil.NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = nil, false
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(cfg, client.Options{Scheme: testutil.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// Everything but the Deployment and the Service, for real.
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" || o.GetKind() == "Service" {
+			continue
+		}
+		if err := c.Create(ctx, o.DeepCopy()); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	waitFor(t, 30*time.Second, "the Task CRD to be served", func() bool {
+		err := c.List(ctx, &unstructured.UnstructuredList{Object: map[string]any{
+			"apiVersion": "batch.taskops.io/v1alpha1", "kind": "TaskList"}})
+		return err == nil
+	})
+
+	kubeconfig := impersonatingKubeconfig(t, cfg.Host, cfg.CAData, cfg.CertData, cfg.KeyData,
+		"system:serviceaccount:"+namespace+":"+serviceAccount,
+		[]string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"})
+
+	// The args as the kubelet passes them: $(VAR) from the container's env,
+	// POD_NAMESPACE being the pod's namespace (downward API).
+	var args []string
+	for _, a := range mc.Args {
+		for _, e := range mc.Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
+				a = strings.ReplaceAll(a, "$("+e.Name+")", d.Namespace)
+			}
+		}
+		a = expand(a, mc)
+		if strings.Contains(a, "$(") {
+			t.Fatalf("arg %q has an unresolved variable", a)
+		}
+		args = append(args, a)
+	}
+	replicas := []*replica{startReplica(t, bin, args, kubeconfig, 0), startReplica(t, bin, args, kubeconfig, 1)}
+	for _, r := range replicas {
+		t.Cleanup(func() { r.kill() })
+	}
+	lease := client.ObjectKey{Namespace: namespace, Name: "task-operator.batch.taskops.io"}
+	holder := func() string {
+		l := &coordv1.Lease{}
+		if err := c.Get(ctx, lease, l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	waitFor(t, 60*time.Second, "both replicas ready and a leader elected", func() bool {
+		return replicas[0].ready() && replicas[1].ready() && holder() != ""
+	})
+	leader := func() []int {
+		var l []int
+		for i, r := range replicas {
+			if r.leads() {
+				l = append(l, i)
+			}
+		}
+		return l
+	}
+	waitFor(t, 10*time.Second, "a replica to log that it leads", func() bool { return len(leader()) > 0 })
+	if l := leader(); len(l) != 1 {
+		t.Fatalf("replicas %v lead, want exactly one", l)
+	}
+	first := leader()[0]
+	if code := replicas[first].get("metrics"); code != http.StatusOK {
+		t.Errorf("GET /metrics = %d", code)
+	}
+
+	// A Task runs: the leader adds its finalizer and makes its Job.
+	task := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch.taskops.io/v1alpha1", "kind": "Task",
+		"metadata": map[string]any{"name": "smoke", "namespace": "default"},
+		"spec":     map[string]any{"type": "shell", "shell": "true"},
+	}}
+	if err := c.Create(ctx, task); err != nil {
+		t.Fatalf("creating a Task: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the Task's Job", func() bool {
+		jobs := &batchv1.JobList{}
+		return c.List(ctx, jobs, client.InNamespace("default"), client.MatchingLabels{"batch.taskops.io/task": "smoke"}) == nil &&
+			len(jobs.Items) == 1
+	})
+
+	// The leader stops as the kubelet stops it; the standby takes over.
+	old := holder()
+	stopped := time.Now()
+	if err := replicas[first].stop(10 * time.Second); err != nil {
+		t.Errorf("stopping the leader: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the standby to take over", func() bool {
+		h := holder()
+		return h != "" && h != old && replicas[1-first].leads()
+	})
+	t.Logf("the standby took over %s after the leader was told to stop", time.Since(stopped).Round(100*time.Millisecond))
+
+	// The new leader removes the Task's finalizer when it is deleted.
+	if err := c.Delete(ctx, task); err != nil {
+		t.Fatalf("deleting the Task: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the Task to be gone", func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(task), task.DeepCopy()))
+	})
+
+	for i, r := range replicas {
+		if bytes.Contains(bytes.ToLower(r.log()), []byte("forbidden")) {
+			t.Errorf("replica %d was refused a request:\n%s", i, tail(r.log()))
+		}
+	}
+}
+
+func impersonatingKubeconfig(t *testing.T, host string, ca, cert, key []byte, user string, groups []string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
+	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key,
+		Impersonate: user, ImpersonateGroups: groups}
+	kc.Contexts["manager"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "manager"}
+	kc.CurrentContext = "manager"
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type replica struct {
+	cmd                 *exec.Cmd
+	logPath             string
+	probeAddr, metrAddr string
+	exited              chan struct{} // closed when the process has exited
+	err                 error         // its exit status, once exited is closed
+}
+
+// startReplica starts bin with args, its ports moved to free local ones.
+func startReplica(t *testing.T, bin string, args []string, kubeconfig string, i int) *replica {
+	t.Helper()
+	r := &replica{probeAddr: freeAddr(t), metrAddr: freeAddr(t), exited: make(chan struct{})}
+	r.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("manager-%d.log", i))
+	f, err := os.Create(r.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withPorts []string
+	for _, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--health-probe-bind-address="):
+			a = "--health-probe-bind-address=" + r.probeAddr
+		case strings.HasPrefix(a, "--metrics-bind-address="):
+			a = "--metrics-bind-address=" + r.metrAddr
+		}
+		withPorts = append(withPorts, a)
+	}
+	r.cmd = exec.Command(bin, withPorts...)
+	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	r.cmd.Stdout, r.cmd.Stderr = f, f
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = r.cmd.Wait(); f.Close(); close(r.exited) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replica %d log:\n%s", i, tail(r.log()))
+		}
+	})
+	return r
+}
+
+func (r *replica) log() []byte { b, _ := os.ReadFile(r.logPath); return b }
+
+func (r *replica) leads() bool {
+	select {
+	case <-r.exited:
+		return false
+	default:
+	}
+	return bytes.Contains(r.log(), []byte("Successfully acquired lease"))
+}
+
+func (r *replica) get(path string) int {
+	addr := r.probeAddr
+	if path == "metrics" {
+		addr = r.metrAddr
+	}
+	cl := http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get("http://" + addr + "/" + path)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (r *replica) ready() bool {
+	return r.get("readyz") == http.StatusOK && r.get("healthz") == http.StatusOK
+}
+
+// stop sends SIGTERM and waits up to grace for a clean exit, like the kubelet.
+func (r *replica) stop(grace time.Duration) error {
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-r.exited:
+		return r.err
+	case <-time.After(grace):
+		return fmt.Errorf("still running %s after SIGTERM (terminationGracePeriodSeconds)", grace)
+	}
+}
+
+func (r *replica) kill() {
+	select {
+	case <-r.exited:
+	default:
+		_ = r.cmd.Process.Kill()
+		<-r.exited
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func tail(b []byte) string {
+	const max = 8 << 10
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
