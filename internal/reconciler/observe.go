@@ -114,9 +114,27 @@ func (p *pass) readOutputs(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		p.outputs[name] = podOutput(pods)
+		p.setOutput(name, podOutput(pods))
 	}
 	return nil
+}
+
+// setOutput records what the pods of a Job said. For a failed attempt it
+// replaces the Job's own message ("Job has reached the specified backoff
+// limit" says nothing the reason does not).
+func (p *pass) setOutput(jobName, output string) {
+	if output == "" {
+		return
+	}
+	p.outputs[jobName] = output
+	for i := range p.runs {
+		for j := range p.runs[i].Attempts {
+			a := &p.runs[i].Attempts[j]
+			if a.JobName == jobName && a.Phase == runs.Failed {
+				a.Message = output
+			}
+		}
+	}
 }
 
 // newestFailure is the attempt that failed last, over all runs.
@@ -179,14 +197,11 @@ func podOutput(pods []corev1.Pod) string {
 func jobMarker(jobName string) string { return "job " + jobName + ")" }
 
 // lastErrorText is the status.lastError of a failed attempt: its reason,
-// which attempt and Job, and the tail of what the pod said.
-func lastErrorText(a *runs.Attempt, output string) string {
+// which attempt and Job, and the tail of what the pod said (or the Job's
+// message when no pod said anything).
+func lastErrorText(a *runs.Attempt) string {
 	head := fmt.Sprintf("%s (attempt %d, %s: ", a.Reason, a.Number, jobMarker(a.JobName))
-	detail := output
-	if detail == "" {
-		detail = a.Message
-	}
-	return head + tail(detail, maxMessage-len(head))
+	return head + tail(a.Message, maxMessage-len(head))
 }
 
 // tail keeps the last n bytes of s, on a rune boundary, marking a cut:

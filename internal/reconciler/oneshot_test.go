@@ -131,6 +131,9 @@ func TestAFailedAttemptIsRetriedAfterItsBackoffAndThenSucceeds(t *testing.T) {
 	if running.Status.RetryCount != 1 || running.Status.NextRetryTime != nil {
 		t.Fatalf("status after retry: %s", statusSummary(running))
 	}
+	if !strings.Contains(running.Status.LastError, "connection refused by db") {
+		t.Fatalf("a later pass lost the pod's output from lastError: %q", running.Status.LastError)
+	}
 
 	must(t, testutil.CompleteJob(ctx, k8s, second, fakeClock.Now()))
 	done := waitTask(t, task, "phase Succeeded", phaseIs(ok))
@@ -173,6 +176,17 @@ func TestExhaustedRetriesFailTheTaskWithTheLastReasonAndOutput(t *testing.T) {
 	}
 	if len(jobsOf(t, task)) != 2 {
 		t.Fatalf("a third attempt was created")
+	}
+	if h := failed.Status.History[0]; !strings.Contains(h.Message, "fatal: disk full") || strings.Contains(h.Message, "Job was active") {
+		t.Fatalf("history message should carry the pod's output instead of the Job's: %q", h.Message)
+	}
+
+	// Later passes change nothing: the output read once stays.
+	for i := 0; i < 3; i++ {
+		reconcileOnce(t, rec, task)
+	}
+	if again := getTask(t, task); again.ResourceVersion != failed.ResourceVersion {
+		t.Fatalf("a failed Task was written again: lastError %q, history %q", again.Status.LastError, again.Status.History[0].Message)
 	}
 }
 

@@ -88,6 +88,7 @@ func (p *pass) run(ctx context.Context) (time.Time, error) {
 	if err := p.readOutputs(ctx); err != nil {
 		return wake.t, err
 	}
+	p.steps = p.decideSteps() // again: the outputs make better messages
 	p.checkTTL(&wake)
 	return wake.t, nil
 }

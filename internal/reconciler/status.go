@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,8 +43,10 @@ func computeStatus(task *v1alpha1.Task, o outcome) v1alpha1.TaskStatus {
 	st.History = mergeHistory(st.History, o)
 	st.Active = activeJobs(task.Namespace, o.runs)
 	setCurrentRun(&st, o)
-	if a := newestFailure(o.runs); a != nil {
-		st.LastError = lastErrorText(a, o.outputs[a.JobName])
+	// The stored lastError stays while it is about the same attempt: the
+	// pods' output is read only once.
+	if a := newestFailure(o.runs); a != nil && !strings.Contains(st.LastError, jobMarker(a.JobName)) {
+		st.LastError = lastErrorText(a)
 	}
 	for _, h := range st.History {
 		if h.Result == v1alpha1.RunResultSucceeded && h.CompletionTime != nil &&
@@ -106,8 +109,10 @@ func mergeHistory(old []v1alpha1.RunRecord, o outcome) []v1alpha1.RunRecord {
 	for i := range o.runs {
 		rec := runRecord(&o.runs[i], o.steps[o.runs[i].ID], o.outputs)
 		if prev, ok := byID[rec.RunID]; ok {
-			if prev.Result != v1alpha1.RunResultRunning && rec.Result == v1alpha1.RunResultRunning {
-				continue // the cache lags: a finished run stays finished
+			if prev.Result != v1alpha1.RunResultRunning {
+				// A finished run's record never changes: its outputs are
+				// not read again, and a lagging cache may show it running.
+				continue
 			}
 			rec.Attempts = max(rec.Attempts, prev.Attempts)
 			if rec.Message == "" {
@@ -167,9 +172,6 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]string) v1alph
 	case retry.Failed:
 		rec.Result = v1alpha1.RunResultFailed
 		rec.Message = string(step.Reason) + ": " + step.Message
-		if out := outputs[last.JobName]; out != "" {
-			rec.Message += ": " + out
-		}
 	case retry.Stopped:
 		rec.Result = v1alpha1.RunResultStopped
 		rec.Message = step.Message
