@@ -38,6 +38,7 @@ fmt: ## Run gofmt.
 vet: ## Run go vet and check formatting.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
+	go vet -tags e2e ./test/e2e/
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) etcd and kube-apiserver for the integration tests.
@@ -63,8 +64,16 @@ install: ## Install the CRD into the cluster of the current kubeconfig.
 	$(KUBECTL) apply --server-side -k config/crd
 
 .PHONY: run
-run: ## Run the operator locally against the cluster of the current kubeconfig.
-	go run ./cmd/manager --log-format=console --metrics-bind-address=0 --health-probe-bind-address=0
+run: ## Run the operator against the current kubeconfig's cluster, or a local one it starts (ARGS= adds manager flags).
+	hack/run.sh $(ARGS)
+
+.PHONY: demo
+demo: ## Show the operator end to end on a throwaway local cluster (about 35 s warm).
+	hack/demo.sh
+
+.PHONY: test-e2e
+test-e2e: ## End-to-end tests: the operator as a process against a local control plane in tmp/e2e-cluster.
+	go test -tags e2e ./test/e2e/ -count=1 -timeout 20m -v
 
 ##@ Deployment
 
