@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,10 +59,26 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		base := task.DeepCopy()
 		controllerutil.AddFinalizer(task, v1alpha1.Finalizer)
 		if err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
-			return reconcile.Result{}, err
+			return onConflict(ctx, err)
 		}
 	}
 	return r.reconcileNormal(ctx, task)
+}
+
+// conflictRetry is how soon a pass that lost an optimistic-lock race runs
+// again. The race is routine (the cache had not seen the newest Task yet),
+// so it is neither an error nor left to the error backoff; and since the
+// operator's own status writes trigger no pass, it must requeue itself.
+const conflictRetry = 250 * time.Millisecond
+
+// onConflict turns an optimistic-lock conflict into a quiet requeue and
+// passes any other error on.
+func onConflict(ctx context.Context, err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("the Task changed under this pass; running it again", "error", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // reconcileNormal runs one pass for a Task that is not being deleted.
@@ -71,7 +88,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 
 	task.Status = computeStatus(task, p.outcome())
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
-		return reconcile.Result{}, err
+		return onConflict(ctx, err)
 	}
 	p.reportTransitions()
 	if runErr != nil {

@@ -84,8 +84,7 @@ func Next(run *runs.Run, p Policy, paused bool, now time.Time) Step {
 	}
 	if last.Number >= p.MaxAttempts() {
 		return Step{Kind: Failed, Attempt: last.Number, At: last.Finished,
-			Reason:  v1alpha1.ReasonRetriesExhausted,
-			Message: fmt.Sprintf("all %d attempts failed; attempt %d: %s", last.Number, last.Number, why)}
+			Reason: v1alpha1.ReasonRetriesExhausted, Message: exhausted(last.Number, why)}
 	}
 	at := last.Finished.Add(p.Delay(last.Number))
 	step := Step{Attempt: last.Number + 1, At: at, Reason: last.Reason, Message: why}
@@ -106,4 +105,12 @@ func FailureText(a *runs.Attempt) string {
 		return string(a.Reason)
 	}
 	return string(a.Reason) + ": " + a.Message
+}
+
+// exhausted says that every attempt failed, naming the last one's reason.
+func exhausted(attempts int32, why string) string {
+	if attempts == 1 {
+		return "the only attempt failed: " + why
+	}
+	return fmt.Sprintf("all %d attempts failed; attempt %d: %s", attempts, attempts, why)
 }

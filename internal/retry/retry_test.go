@@ -130,6 +130,13 @@ func TestNext(t *testing.T) {
 			want: Step{Kind: Failed, Attempt: 2, At: failedAt, Reason: v1alpha1.ReasonRetriesExhausted, Message: "all 2 attempts failed; attempt 2: PodFailed: exit code 3"},
 		},
 		{
+			name: "a run without retries that fails says its only attempt failed",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Failed, Reason: v1alpha1.AttemptPodFailed, Message: "exit code 1", Finished: failedAt}}},
+			p:    policy(0, 10, 300, 2),
+			now:  failedAt,
+			want: Step{Kind: Failed, Attempt: 1, At: failedAt, Reason: v1alpha1.ReasonRetriesExhausted, Message: "the only attempt failed: PodFailed: exit code 1"},
+		},
+		{
 			name: "a not-retryable failure fails the run at once even with retries left",
 			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Failed, Reason: v1alpha1.AttemptNotRetryable, Message: "exit code 2", Finished: failedAt}}},
 			p:    policy(5, 10, 300, 2),
