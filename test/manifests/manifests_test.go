@@ -799,6 +799,15 @@ func TestApplyToAPIServer(t *testing.T) {
 			}
 			return sar.Status.Allowed
 		}
+		// The RBAC authorizer sees new roles and bindings through informers:
+		// wait until every binding just created has reached it.
+		deadline := time.Now().Add(30 * time.Second)
+		for !(ask(allowed[0]) && ask(allowed[len(allowed)-1])) {
+			if time.Now().After(deadline) {
+				t.Fatal("the manager's RBAC never took effect")
+			}
+			time.Sleep(100 * time.Millisecond) // polling interval, not a condition
+		}
 		for _, a := range allowed {
 			if !ask(a) {
 				t.Errorf("the manager may not %s %s/%s (group %q) in namespace %q, but needs to", a.verb, a.resource, a.sub, a.group, a.ns)
