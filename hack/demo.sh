@@ -163,7 +163,11 @@ export KUBECONFIG
 
 step "2. Install the Task CRD and a namespace that enforces the restricted Pod Security Standard"
 show apply --server-side -f config/crd/bases
-k wait --for=condition=Established crd/tasks.batch.taskops.io --timeout=60s >/dev/null
+# `kubectl wait` fails rather than waits while the CRD has no conditions yet.
+for _ in $(seq 120); do
+  [ "$(k get crd tasks.batch.taskops.io -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] && break
+  sleep 0.5
+done
 k create namespace "$ns" >/dev/null
 show label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/warn=restricted
 

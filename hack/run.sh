@@ -76,7 +76,11 @@ fi
 
 say "installing the Task CRD into ${context:-?} (${server:-?})"
 "$kubectl" apply --server-side -f config/crd/bases >&2
-"$kubectl" wait --for=condition=Established crd/tasks.batch.taskops.io --timeout=60s >/dev/null
+# `kubectl wait` fails rather than waits while the CRD has no conditions yet.
+for _ in $(seq 120); do
+  [ "$("$kubectl" get crd tasks.batch.taskops.io -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] && break
+  sleep 0.5
+done
 
 say "building the operator (bin/manager)"
 mkdir -p bin
