@@ -112,7 +112,7 @@ type TaskSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('CRON_TZ=') && !self.startsWith('TZ=')",message="spec.schedule cannot carry a CRON_TZ= or TZ= prefix: set spec.timeZone instead"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(@[a-z]+|@every [0-9a-zµ.]+|[^ ]+( +[^ ]+){4})$')",message="spec.schedule must be 5 space-separated cron fields, an @hourly-style descriptor or '@every <duration>'"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[[:space:]]*(@[a-z]+|@every[[:space:]]+[^[:space:]]+|[^[:space:]]+([[:space:]]+[^[:space:]]+){4})[[:space:]]*$')",message="spec.schedule must be 5 space-separated cron fields, an @hourly-style descriptor or '@every <duration>'"
 	Schedule *string `json:"schedule,omitempty"`
 
 	// TimeZone is the IANA time zone of schedule (for example Europe/Berlin).
@@ -172,6 +172,7 @@ type TaskSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^\S+$`
 	Image string `json:"image,omitempty"`
 
 	// Env is passed to the Task's container. Names starting with TASK_HTTP_
@@ -276,7 +277,7 @@ type HTTPHeader struct {
 
 	// Value is a literal header value.
 	// +optional
-	// +kubebuilder:validation:MaxLength=8192
+	// +kubebuilder:validation:MaxLength=4096
 	Value *string `json:"value,omitempty"`
 
 	// ValueFrom takes the value from a Secret key.
@@ -324,7 +325,7 @@ type EnvVar struct {
 
 	// Value is a literal value.
 	// +optional
-	// +kubebuilder:validation:MaxLength=32768
+	// +kubebuilder:validation:MaxLength=4096
 	Value *string `json:"value,omitempty"`
 
 	// ValueFrom takes the value from a Secret, a ConfigMap or the pod.
@@ -357,14 +358,20 @@ type FieldSelector struct {
 }
 
 // Resources are the compute resources of the Task's container.
+//
+// The isQuantity rules matter: the schema's quantity pattern accepts values
+// such as "1e1.5" that no client can decode, and one undecodable Task would
+// break the operator's list of every Task.
 type Resources struct {
 	// Limits, e.g. {cpu: 500m, memory: 128Mi}.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])))",message="spec.resources.limits values must be Kubernetes quantities such as 500m, 1, 128Mi or 1e3"
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 	// Requests, e.g. {cpu: 100m, memory: 64Mi}.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, isQuantity(string(self[k])))",message="spec.resources.requests values must be Kubernetes quantities such as 100m, 1, 64Mi or 1e3"
 	Requests corev1.ResourceList `json:"requests,omitempty"`
 }
 
@@ -377,10 +384,11 @@ type PodMetadata struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.labels cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// Annotations added to the pods.
+	// Annotations added to the pods (values up to 4096 characters).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.annotations cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 4096)",message="spec.podMetadata.annotations values must be at most 4096 characters"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -228,3 +229,40 @@ func must(t *testing.T, err error) {
 }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+// Found by the fuzzer (test/fuzz): inputs the schema used to get wrong.
+func TestFuzzFindingsAreHandledAtAdmission(t *testing.T) {
+	t.Run("a resource quantity no client can decode is refused", func(t *testing.T) {
+		// Go's Quantity cannot even hold "1e1.5", so send it as raw JSON.
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "batch.taskops.io/v1alpha1", "kind": "Task",
+			"metadata": map[string]any{"name": "bad-quantity", "namespace": ns},
+			"spec": map[string]any{"type": "shell", "shell": "true",
+				"resources": map[string]any{"limits": map[string]any{"cpu": "1e1.5"}}},
+		}}
+		err := k8s.Create(ctx, u, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "spec.resources.limits values must be Kubernetes quantities") {
+			t.Fatalf("an undecodable quantity was not refused: %v", err)
+		}
+	})
+	t.Run("a schedule with surrounding whitespace is accepted", func(t *testing.T) {
+		task := shellTask("spaced-cron", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To(" */5 *\t* * * ") })
+		if err := k8s.Create(ctx, task, client.DryRunAll); err != nil {
+			t.Fatalf("a valid schedule was refused: %v", err)
+		}
+	})
+	t.Run("an image with whitespace is refused", func(t *testing.T) {
+		task := shellTask("spaced-image", func(t *v1alpha1.Task) { t.Spec.Image = "busybox:1.37 " })
+		if err := k8s.Create(ctx, task, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "spec.image") {
+			t.Fatalf("an image with a space was not refused: %v", err)
+		}
+	})
+	t.Run("an env value over 4 KiB is refused", func(t *testing.T) {
+		task := shellTask("big-env", func(t *v1alpha1.Task) {
+			t.Spec.Env = []v1alpha1.EnvVar{{Name: "BIG", Value: ptr.To(strings.Repeat("x", 4097))}}
+		})
+		if err := k8s.Create(ctx, task, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "spec.env[0].value") {
+			t.Fatalf("a 4 KiB+ env value was not refused: %v", err)
+		}
+	})
+}
