@@ -54,6 +54,13 @@ build: ## Build the manager, the task runner and the kubectl plugin into bin/.
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/task-runner ./cmd/task-runner
 	CGO_ENABLED=0 go build -o $(LOCALBIN)/kubectl-task ./cmd/kubectl-task
 
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Fuzz Task admission and the reconciler against envtest, FUZZTIME per target (first run builds instrumented deps: minutes).
+	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzTaskAdmission$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
+	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzReconcile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
+
 ##@ Running
 
 # The project's own kubectl, the same version as the cluster it builds.

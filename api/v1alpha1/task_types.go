@@ -112,7 +112,7 @@ type TaskSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('CRON_TZ=') && !self.startsWith('TZ=')",message="spec.schedule cannot carry a CRON_TZ= or TZ= prefix: set spec.timeZone instead"
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[[:space:]]*(@[a-z]+|@every[[:space:]]+[^[:space:]]+|[^[:space:]]+([[:space:]]+[^[:space:]]+){4})[[:space:]]*$')",message="spec.schedule must be 5 space-separated cron fields, an @hourly-style descriptor or '@every <duration>'"
+	// +kubebuilder:validation:XValidation:rule="self.matches(r'^[\\s\\p{Z}]*(@[a-z]+|@every[\\s\\p{Z}]+[^\\s\\p{Z}]+|[^\\s\\p{Z}]+([\\s\\p{Z}]+[^\\s\\p{Z}]+){4})[\\s\\p{Z}]*$')",message="spec.schedule must be 5 space-separated cron fields, an @hourly-style descriptor or '@every <duration>'"
 	Schedule *string `json:"schedule,omitempty"`
 
 	// TimeZone is the IANA time zone of schedule (for example Europe/Berlin).
@@ -172,7 +172,7 @@ type TaskSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^\S+$`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`
 	Image string `json:"image,omitempty"`
 
 	// Env is passed to the Task's container. Names starting with TASK_HTTP_
@@ -180,7 +180,7 @@ type TaskSpec struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !e.name.startsWith('TASK_HTTP_'))",message="spec.env cannot set names starting with TASK_HTTP_: they are reserved for the http runner"
 	Env []EnvVar `json:"env,omitempty"`
 
@@ -192,7 +192,7 @@ type TaskSpec struct {
 	// mounted only when this is set.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// PodMetadata adds labels and annotations to the pods.
@@ -239,7 +239,7 @@ type HTTPSpec struct {
 	// Headers sent with the request, in order.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=16
 	Headers []HTTPHeader `json:"headers,omitempty"`
 
 	// Body of the request.
@@ -275,9 +275,10 @@ type HTTPHeader struct {
 	// +kubebuilder:validation:Pattern=`^[!#$%&'*+.^_|~0-9A-Za-z-]+$`
 	Name string `json:"name"`
 
-	// Value is a literal header value.
+	// Value is a literal header value, without CR, LF or NUL.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^[^\r\n\x00]*$`
 	Value *string `json:"value,omitempty"`
 
 	// ValueFrom takes the value from a Secret key.
@@ -298,6 +299,7 @@ type KeySelector struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 
 	// Key within it.
@@ -305,6 +307,7 @@ type KeySelector struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && !self.startsWith('..')",message="a key cannot be '.' or start with '..'"
 	Key string `json:"key"`
 
 	// Optional: when true, a missing Secret or key does not keep the pod
@@ -323,9 +326,9 @@ type EnvVar struct {
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
 	Name string `json:"name"`
 
-	// Value is a literal value.
+	// Value is a literal value (larger values belong in a ConfigMap).
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	Value *string `json:"value,omitempty"`
 
 	// ValueFrom takes the value from a Secret, a ConfigMap or the pod.
@@ -384,11 +387,11 @@ type PodMetadata struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.labels cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// Annotations added to the pods (values up to 4096 characters).
+	// Annotations added to the pods (values up to 1024 characters).
 	// +optional
-	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.annotations cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 4096)",message="spec.podMetadata.annotations values must be at most 4096 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 1024)",message="spec.podMetadata.annotations values must be at most 1024 characters"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 

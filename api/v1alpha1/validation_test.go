@@ -266,3 +266,41 @@ func TestFuzzFindingsAreHandledAtAdmission(t *testing.T) {
 		}
 	})
 }
+
+func TestFuzzFindingsFurtherRules(t *testing.T) {
+	cases := []struct {
+		name   string
+		task   *v1alpha1.Task
+		refuse string // "" means accepted
+	}{
+		{"a schedule with no-break spaces is accepted", shellTask("nbsp-cron", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("0\u00a09 * * *") }), ""},
+		{"an image with a vertical tab is refused", shellTask("vt-image", func(t *v1alpha1.Task) { t.Spec.Image = "busybox\v" }), "spec.image"},
+		{"an image with a no-break space is refused", shellTask("nbsp-image", func(t *v1alpha1.Task) { t.Spec.Image = "busy\u00a0box" }), "spec.image"},
+		{"an image with a registry port and digest is accepted", shellTask("digest-image", func(t *v1alpha1.Task) {
+			t.Spec.Image = "registry.example.com:5000/tools/busybox@sha256:" + strings.Repeat("a", 64)
+		}), ""},
+		{"a header value with a line break is refused", httpTask("crlf", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Headers: []v1alpha1.HTTPHeader{{Name: "X", Value: ptr.To("a\r\nInjected: 1")}}}
+		}), "spec.http.headers[0].value"},
+		{"a Secret name that is not a DNS name is refused", httpTask("secret-name", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Headers: []v1alpha1.HTTPHeader{{Name: "X",
+				ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "My..Secret", Key: "k"}}}}}
+		}), "spec.http.headers[0].valueFrom.secretKeyRef.name"},
+		{"a Secret key of '..' is refused", httpTask("secret-key", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Headers: []v1alpha1.HTTPHeader{{Name: "X",
+				ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "s", Key: ".."}}}}}
+		}), "spec.http.headers[0].valueFrom.secretKeyRef.key"},
+		{"a service account name with two dots in a row is refused", shellTask("sa", func(t *v1alpha1.Task) { t.Spec.ServiceAccountName = "a..b" }), "spec.serviceAccountName"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := k8s.Create(ctx, c.task, client.DryRunAll)
+			switch {
+			case c.refuse == "" && err != nil:
+				t.Fatalf("a valid Task was refused: %v", err)
+			case c.refuse != "" && (err == nil || !strings.Contains(err.Error(), c.refuse)):
+				t.Fatalf("got %v, want a refusal naming %s", err, c.refuse)
+			}
+		})
+	}
+}
