@@ -158,8 +158,17 @@ func (e *environment) setup(tmp string) error {
 	if out, err := e.runKubectl(context.Background(), "apply", "--server-side", "-f", filepath.Join(e.root, "config", "crd", "bases")); err != nil {
 		return fmt.Errorf("installing the CRD: %w\n%s", err, out)
 	}
-	if out, err := e.runKubectl(context.Background(), "wait", "--for=condition=Established", "crd/tasks.batch.taskops.io", "--timeout=60s"); err != nil {
-		return fmt.Errorf("waiting for the CRD: %w\n%s", err, out)
+	// `kubectl wait` fails, rather than waits, while the new CRD has no
+	// conditions yet: poll its Established condition instead.
+	established := func() bool {
+		out, err := e.runKubectl(context.Background(), "get", "crd", "tasks.batch.taskops.io",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return err == nil && strings.TrimSpace(string(out)) == "True"
+	}
+	for deadline := time.Now().Add(60 * time.Second); !established(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Task CRD was not Established within 60s")
+		}
 	}
 
 	e.cfg, err = clientcmd.BuildConfigFromFlags("", e.kubeconfig)
