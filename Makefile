@@ -61,6 +61,12 @@ fuzz: ## Fuzz Task admission and the reconciler against envtest, FUZZTIME per ta
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzTaskAdmission$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzReconcile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 
+BENCH_N ?= 1000
+
+.PHONY: bench
+bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: quick, ~10 min).
+	go run ./test/bench -n $(BENCH_N)
+
 ##@ Running
 
 # The project's own kubectl, the same version as the cluster it builds.

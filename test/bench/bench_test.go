@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// These tests check the harness's arithmetic and parsers; they measure and
+// time nothing.
+
+func TestPercentileAndMedian(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3, 6, 7, 8, 9, 10}
+	for _, c := range []struct{ p, want float64 }{{50, 5}, {99, 10}, {100, 10}, {10, 1}, {1, 1}} {
+		if got := percentile(xs, c.p); got != c.want {
+			t.Errorf("percentile(%v) = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if got := median(xs); got != 5.5 {
+		t.Errorf("median = %v, want 5.5", got)
+	}
+	if !math.IsNaN(percentile(nil, 50)) || !math.IsNaN(median(nil)) {
+		t.Error("percentile and median of nothing should be NaN")
+	}
+	if got := spread([]float64{2, 1, 3}, "s"); got != "2 s [1-3]" {
+		t.Errorf("spread = %q", got)
+	}
+	if got := spread3([]float64{4.001}, ""); got != "4.001" {
+		t.Errorf("spread3 = %q", got)
+	}
+	if got := spread([]float64{math.NaN()}, "s"); got != "n/a" {
+		t.Errorf("spread of NaN = %q", got)
+	}
+}
+
+const apiMetricsSample = `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="batch",resource="jobs",scope="resource",subresource="",verb="POST",version="v1"} 1000
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="batch",resource="jobs",scope="resource",subresource="status",verb="PUT",version="v1"} 3000
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="batch.taskops.io",resource="tasks",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 2000
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="batch.taskops.io",resource="tasks",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 3
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="batch",resource="jobs",scope="namespace",subresource="",verb="LIST",version="v1"} 17
+weird_metric{path="a \"quoted\" \\ value",x="y"} 1.5e+03
+process_resident_memory_bytes 4.2e+07
+`
+
+func TestParseMetrics(t *testing.T) {
+	m, err := parseMetrics(strings.NewReader(apiMetricsSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := m.apiWrites()
+	want := map[string]float64{"jobs": 1000, "jobs/status": 3000, "tasks/status": 2003}
+	for k, v := range want {
+		if w[k] != v {
+			t.Errorf("apiWrites[%s] = %v, want %v", k, w[k], v)
+		}
+	}
+	if len(w) != len(want) {
+		t.Errorf("apiWrites = %v, want only %v (reads are not writes)", w, want)
+	}
+	if c := m.apiConflicts()["tasks/status"]; c != 3 {
+		t.Errorf("conflicts = %v, want 3", c)
+	}
+	if v := m.value("process_resident_memory_bytes"); v != 42e6 {
+		t.Errorf("RSS = %v", v)
+	}
+	if v := m.sum("weird_metric", func(l map[string]string) bool { return l["path"] == `a "quoted" \ value` }); v != 1500 {
+		t.Errorf("escaped label: %v", v)
+	}
+	before := map[string]float64{"jobs": 10, "tasks": 5}
+	after := map[string]float64{"jobs": 15, "tasks": 5, "events": 2}
+	d := diffMap(before, after)
+	if d["jobs"] != 5 || d["events"] != 2 || len(d) != 2 {
+		t.Errorf("diffMap = %v", d)
+	}
+}
+
+func TestOperatorWritesFromMetrics(t *testing.T) {
+	parse := func(s string) metrics {
+		m, err := parseMetrics(strings.NewReader(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := writeSnap{
+		api: parse(`apiserver_request_total{resource="tasks",subresource="",verb="POST",code="201"} 0`),
+		op:  parse(`rest_client_requests_total{code="201",host="h",method="POST"} 0`),
+	}
+	after := writeSnap{
+		api: parse(`apiserver_request_total{resource="tasks",subresource="",verb="POST",code="201"} 100
+apiserver_request_total{resource="tasks",subresource="",verb="PATCH",code="200"} 100
+apiserver_request_total{resource="tasks",subresource="status",verb="PATCH",code="200"} 200
+apiserver_request_total{resource="jobs",subresource="",verb="POST",code="201"} 100
+apiserver_request_total{resource="jobs",subresource="status",verb="PUT",code="200"} 300
+apiserver_request_total{resource="events",subresource="",verb="POST",code="201"} 900`),
+		op: parse(`rest_client_requests_total{code="201",host="h",method="POST"} 300
+rest_client_requests_total{code="200",host="h",method="PATCH"} 300
+rest_client_requests_total{code="200",host="h",method="GET"} 50`),
+	}
+	w, err := operatorWrites(&cluster{}, before, after, map[string]float64{"tasks": 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 600 operator writes: 100 finalizer patches, 200 status patches, 100
+	// Job creates, and so 200 events.
+	if w.total() != 400 || w.events != 200 || w.core["tasks"] != 100 || w.core["jobs/status"] != 0 {
+		t.Errorf("writes = %+v (total %v)", w, w.total())
+	}
+}
+
+func auditLine(stage, verb, ua, user, resource, sub string, code int, at time.Time) string {
+	return `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"x","stage":"` + stage +
+		`","requestURI":"/x","verb":"` + verb + `","user":{"username":"` + user + `","groups":["system:masters"]},"userAgent":"` + ua +
+		`","objectRef":{"resource":"` + resource + `","namespace":"bench","subresource":"` + sub + `"},"responseStatus":{"metadata":{},"code":` +
+		strconv.Itoa(code) + `},"requestReceivedTimestamp":"` + at.UTC().Format(time.RFC3339Nano) + `","stageTimestamp":"` + at.UTC().Format(time.RFC3339Nano) + `"}`
+}
+
+func TestCountAudit(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	op := "manager/v0.0.0 (linux/amd64) kubernetes/$Format"
+	lines := []string{
+		auditLine("ResponseComplete", "create", op, "kubernetes-admin", "jobs", "", 201, t0.Add(time.Second)),
+		auditLine("ResponseComplete", "patch", op, "kubernetes-admin", "tasks", "status", 200, t0.Add(2*time.Second)),
+		auditLine("ResponseComplete", "patch", op, "kubernetes-admin", "tasks", "status", 409, t0.Add(2*time.Second)),
+		auditLine("ResponseComplete", "create", op, "kubernetes-admin", "events", "", 201, t0.Add(3*time.Second)),
+		auditLine("ResponseComplete", "update", op, "kubernetes-admin", "leases", "", 200, t0.Add(3*time.Second)),
+		auditLine("ResponseStarted", "create", op, "kubernetes-admin", "jobs", "", 201, t0.Add(time.Second)),
+		auditLine("ResponseComplete", "get", op, "kubernetes-admin", "jobs", "", 200, t0.Add(time.Second)),
+		auditLine("ResponseComplete", "create", op, "kubernetes-admin", "jobs", "", 201, t0.Add(-time.Second)),
+		auditLine("ResponseComplete", "create", "kube-controller-manager/v1.37.2", cronJobControllerUser, "jobs", "", 201, t0.Add(time.Second)),
+		auditLine("ResponseComplete", "update", "kube-controller-manager/v1.37.2", "system:serviceaccount:kube-system:job-controller", "jobs", "status", 200, t0.Add(time.Second)),
+		`not json`,
+	}
+	c, err := countAudit(strings.NewReader(strings.Join(lines, "\n")), t0, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"jobs": 1, "tasks/status": 2, "events": 1, "leases": 1, conflictPrefix + "tasks/status": 1}
+	if len(c[actorOperator]) != len(want) {
+		t.Errorf("operator counts = %v, want %v", c[actorOperator], want)
+	}
+	for k, v := range want {
+		if c[actorOperator][k] != v {
+			t.Errorf("operator %s = %v, want %v", k, c[actorOperator][k], v)
+		}
+	}
+	if c[actorCronJob]["jobs"] != 1 || c[actorOther]["jobs/status"] != 1 {
+		t.Errorf("cronjob/other counts = %v / %v", c[actorCronJob], c[actorOther])
+	}
+}
+
+// TestAuditPolicyOnAPIServer runs a real kube-apiserver with
+// hack/bench-audit-policy.yaml and checks that the log it writes is what
+// countAudit reads: writes attributed by user agent, reads not logged. It
+// needs KUBEBUILDER_ASSETS (make test sets it).
+func TestAuditPolicyOnAPIServer(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set (make test sets it)")
+	}
+	root, err := findRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	env.ControlPlane.GetAPIServer().Configure().
+		Set("audit-policy-file", filepath.Join(root, "hack/bench-audit-policy.yaml")).
+		Set("audit-log-path", logPath)
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+
+	newClient := func(ua string) client.Client {
+		c := rest.CopyConfig(cfg)
+		c.UserAgent = ua
+		cl, err := client.New(c, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	ctx := context.Background()
+	from := time.Now().Add(-time.Second)
+	opc := newClient("manager/v0.0.0 (linux/amd64) kubernetes/$Format")
+	other := newClient("task-operator-bench")
+	if err := other.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
+		t.Fatal(err)
+	}
+	owner := oneShotTask("bench", "owner")
+	owner.UID = "0d4f3c1e-0000-4000-8000-000000000001"
+	job := b0Job(owner, 0)
+	job.OwnerReferences = nil
+	if err := opc.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if err := opc.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(job.DeepCopy())
+	job.Annotations["bench"] = "x"
+	if err := opc.Patch(ctx, job, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := opc.Delete(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	var counts auditCounts
+	err = poll(ctx, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		counts, err = countAuditFile(logPath, from, time.Now().Add(time.Second))
+		return err == nil && counts[actorOperator]["jobs"] == 3, nil
+	})
+	if err != nil {
+		t.Fatalf("operator writes in the audit log: %v (counts %v)", err, counts)
+	}
+	if counts[actorOther]["namespaces"] != 1 {
+		t.Errorf("the namespace create is missing: %v", counts)
+	}
+}

@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+type repeatResult struct {
+	burst *burstResult
+	idle  *idleResult
+	mem   *memResult
+	cron  map[string]*cronResult
+}
+
+type results struct {
+	o            *options
+	machine      machine
+	began, ended time.Time
+	reps         []*repeatResult
+}
+
+// machine describes where the benchmark ran.
+type machine struct {
+	cpus           int
+	model          string
+	memGiB         float64
+	kernel         string
+	loadAtStart    string
+	serverVersion  string
+	goVersion      string
+	loadAtEndValue string
+}
+
+func describeMachine() machine {
+	m := machine{cpus: runtime.NumCPU(), model: "unknown CPU", goVersion: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				m.memGiB = kb / (1 << 20)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = runtime.GOOS + " " + strings.TrimSpace(string(b))
+	} else {
+		m.kernel = runtime.GOOS
+	}
+	m.loadAtStart = loadAverage()
+	return m
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// collect gathers one figure from every repeat (NaN where a repeat lacks it).
+func (rs *results) collect(f func(r *repeatResult) float64) []float64 {
+	var out []float64
+	for _, r := range rs.reps {
+		out = append(out, f(r))
+	}
+	return out
+}
+
+type tableRow struct{ scenario, metric, value, target string }
+
+// verdict compares the median with a target: "met" or "MISSED".
+func verdict(xs []float64, ok func(float64) bool) string {
+	var vals []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			vals = append(vals, x)
+		}
+	}
+	if len(vals) == 0 {
+		return "n/a"
+	}
+	if ok(median(vals)) {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func pct(a, b int) float64 { return 100 * float64(a) / float64(b) }
+
+func (rs *results) render() string {
+	o := rs.o
+	n := o.n
+	var b bytes.Buffer
+	m := rs.machine
+	fmt.Fprintf(&b, "\ntask-operator benchmark, %s (wall time %s)\n", rs.began.UTC().Format("2006-01-02 15:04 MST"), rs.ended.Sub(rs.began).Round(time.Second))
+	fmt.Fprintf(&b, "machine:  %d CPUs (%s), %.1f GiB RAM, %s, %s; Kubernetes %s local control plane with a kwok node; load average %s at start, %s at end\n",
+		m.cpus, m.model, m.memGiB, m.kernel, m.goVersion, orNA(o.serverVersion), m.loadAtStart, loadAverage())
+	fmt.Fprintf(&b, "settings: N=%d, %d repeat(s); B0: %d goroutines, no client-side limit, Jobs of the operator's shape (jobs.Build) that the Job controller ignores (spec.managedBy); "+
+		"burst/idle/memory: kube-controller-manager --kube-api-qps=%d --kube-api-burst=%d (raised so Jobs finish fast), operator defaults (no client-side limit, 4 concurrent reconciles); "+
+		"cron: kube-controller-manager %d/%d (its defaults), one slot, schedule \"M H * * *\" naming the slot; idle window %s; writes counted from %s\n",
+		n, len(rs.reps), o.workers, o.fastQPS, o.fastBurst, equalQPS, equalBurst, o.idleWindow, rs.writeMethod())
+	if len(o.opArgs) > 0 {
+		fmt.Fprintf(&b, "operator: extra flags %s (an experiment, not the defaults)\n", strings.Join(o.opArgs, " "))
+	}
+	fmt.Fprintf(&b, "values:   median [min-max] over the repeats; each ratio is taken within one session (same cluster, minutes apart), then summarized; verdicts compare the median with the issue's targets, which are set for N=1000 (at small N fixed latencies dominate)\n\n")
+
+	var rows []tableRow
+	add := func(scen, metric, value, target string) {
+		rows = append(rows, tableRow{scen, metric, value, target})
+	}
+	secs := func(xs []float64) string { return spread(xs, "s") }
+
+	// --- B0
+	t0Burst := rs.collect(func(r *repeatResult) float64 {
+		if r.burst == nil {
+			return math.NaN()
+		}
+		return r.burst.t0
+	})
+	t0Cron := rs.collect(func(r *repeatResult) float64 {
+		var xs []float64
+		for _, c := range r.cron {
+			xs = append(xs, c.t0)
+		}
+		return median(xs)
+	})
+	if anyValue(t0Burst) {
+		add("limit (B0)", fmt.Sprintf("T0: %d Jobs created, cluster of the burst session (KCM %d/%d)", n, o.fastQPS, o.fastBurst), secs(t0Burst), "")
+		add("limit (B0)", "R = N / T0", spread(divEach(float64(n), t0Burst), "Jobs/s"), "")
+	}
+	if anyValue(t0Cron) {
+		add("limit (B0)", fmt.Sprintf("T0: %d Jobs created, clusters of the cron sessions (KCM %d/%d; median of 3)", n, equalQPS, equalBurst), secs(t0Cron), "")
+	}
+
+	// --- burst
+	if anyValue(t0Burst) {
+		bf := func(f func(*burstResult) float64) []float64 {
+			return rs.collect(func(r *repeatResult) float64 {
+				if r.burst == nil {
+					return math.NaN()
+				}
+				return f(r.burst)
+			})
+		}
+		first := bf(func(b *burstResult) float64 { return b.firstToNth })
+		rat := bf(func(b *burstResult) float64 { return b.firstToNth / b.t0 })
+		add("burst", fmt.Sprintf("%d one-shot Tasks: first Task create to %d-th Job", n, n), secs(first), "")
+		add("burst", fmt.Sprintf("first Task to %d-th Job / T0 (ratio, target <= 3)", n), spread(rat, "x T0"), verdict(rat, func(x float64) bool { return x <= 3 }))
+		add("burst", fmt.Sprintf("baseline: %d Tasks created with no operator running (T_tasks)", n), secs(bf(func(b *burstResult) float64 { return b.tTasks })), "")
+		add("burst", "  T_tasks / T0 (ratio: a Task costs the API server more than a Job)", spread(bf(func(b *burstResult) float64 { return b.tTasks / b.t0 }), "x T0"), "")
+		add("burst", "creating the Tasks during the burst (load generator)", secs(bf(func(b *burstResult) float64 { return b.create })), "")
+		add("burst", fmt.Sprintf("first Task to %d-th Job / T_tasks (ratio)", n), spread(bf(func(b *burstResult) float64 { return b.firstToNth / b.tTasks }), "x T_tasks"), "")
+		add("burst", "Task-to-Job latency p50", secs(bf(func(b *burstResult) float64 { return percentile(b.taskToJob, 50) })), "")
+		add("burst", "Task-to-Job latency p99", secs(bf(func(b *burstResult) float64 { return percentile(b.taskToJob, 99) })), "")
+		add("burst", fmt.Sprintf("Job finished to Task Ready p50 (KCM %d/%d)", o.fastQPS, o.fastBurst), secs(bf(func(b *burstResult) float64 { return percentile(b.finishReady, 50) })), "")
+		add("burst", fmt.Sprintf("Job finished to Task Ready p99 (KCM %d/%d)", o.fastQPS, o.fastBurst), secs(bf(func(b *burstResult) float64 { return percentile(b.finishReady, 99) })), "")
+		wpt := bf(func(b *burstResult) float64 { return b.writes.total() / float64(n) })
+		var last *burstResult
+		for _, r := range rs.reps {
+			if r.burst != nil {
+				last = r.burst
+			}
+		}
+		add("burst", "operator writes per Task, events and leases apart", spread3(wpt, ""), "<= 4: "+verdict(wpt, func(x float64) bool { return x <= 4 }))
+		add("burst", "  by resource (last repeat)", last.writes.breakdown(float64(n)), "")
+		add("burst", "  of which refused with 409 Conflict", spread(bf(func(b *burstResult) float64 { return b.writes.conflicts / float64(n) }), ""), "")
+		add("burst", "  events per Task", spread(bf(func(b *burstResult) float64 { return b.writes.events / float64(n) }), ""), "")
+		add("burst", "  leases per Task", spread(bf(func(b *burstResult) float64 { return b.writes.leases / float64(n) }), ""), "")
+		add("burst", "  reconciles per Task", spread(bf(func(b *burstResult) float64 { return b.writes.reconciles / float64(n) }), ""), "")
+		add("burst", "operator CPU per 1000 Tasks", spread(bf(func(b *burstResult) float64 { return b.cpuSeconds / float64(n) * 1000 }), "CPU-s"), "")
+		add("burst", "Jobs per Task (1 = no retries)", spread(bf(func(b *burstResult) float64 { return float64(b.jobs) / float64(n) }), ""), "")
+	}
+
+	// --- cron
+	if len(rs.reps) > 0 && len(rs.reps[0].cron) > 0 {
+		cf := func(kind string, f func(*cronResult) float64) []float64 {
+			return rs.collect(func(r *repeatResult) float64 {
+				c := r.cron[kind]
+				if c == nil {
+					return math.NaN()
+				}
+				return f(c)
+			})
+		}
+		startedPct := func(kind string) []float64 {
+			return cf(kind, func(c *cronResult) float64 { return pct(c.started, c.n) })
+		}
+		skew := func(kind string, p float64) []float64 {
+			return cf(kind, func(c *cronResult) float64 { return percentile(c.skew, p) })
+		}
+		perRun := func(kind string) []float64 { return cf(kind, func(c *cronResult) float64 { return c.perRun() }) }
+		evPerRun := func(kind string) []float64 { return cf(kind, func(c *cronResult) float64 { return c.eventsPerRun() }) }
+		cjVsOp := func(opKind string, f func(op, cj *cronResult) float64) []float64 {
+			return rs.collect(func(r *repeatResult) float64 {
+				a, c := r.cron[opKind], r.cron["cronjob"]
+				if a == nil || c == nil {
+					return math.NaN()
+				}
+				return f(a, c)
+			})
+		}
+		for _, sec := range []struct{ scen, opKind, opLabel string }{
+			{"cron, own defaults", "operator-default", "operator (no client-side limit)"},
+			{fmt.Sprintf("cron, equal %d/%d", equalQPS, equalBurst), "operator-equal", fmt.Sprintf("operator (%d/%d, one shared limiter)", equalQPS, equalBurst)},
+		} {
+			cjLabel := fmt.Sprintf("CronJob controller (KCM %d/%d)", equalQPS, equalBurst)
+			own := sec.opKind == "operator-default"
+			opStarted := startedPct(sec.opKind)
+			tgt := ""
+			if own {
+				tgt = "100%: " + verdict(opStarted, func(x float64) bool { return x >= 100 })
+			}
+			add(sec.scen, fmt.Sprintf("%d runs due in one slot: started within the slot period, %s", n, sec.opLabel), spread(opStarted, "%"), tgt)
+			add(sec.scen, "  started within the slot period, "+cjLabel, spread(startedPct("cronjob"), "%"), "")
+			st := cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(float64(a.started), float64(c.started)) })
+			if own {
+				add(sec.scen, "runs started, operator / CronJob (ratio)", spread(st, ""), "")
+			} else {
+				add(sec.scen, "runs started, operator / CronJob (ratio, target > 1)", spread(st, ""), verdict(st, func(x float64) bool { return x > 1 }))
+			}
+			for _, p := range []struct {
+				label string
+				p     float64
+			}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
+				add(sec.scen, fmt.Sprintf("skew slot to Job %s: operator / CronJob", p.label),
+					spread(skew(sec.opKind, p.p), "s")+" / "+spread(skew("cronjob", p.p), "s"), "")
+			}
+			opSkewT0 := cf(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) / c.t0 })
+			cjSkewT0 := cf("cronjob", func(c *cronResult) float64 { return percentile(c.skew, 99) / c.t0 })
+			if own {
+				add(sec.scen, "operator p99 skew / T0 (ratio, target <= 1.5)", spread(opSkewT0, "x T0"), verdict(opSkewT0, func(x float64) bool { return x <= 1.5 }))
+				add(sec.scen, "CronJob p99 skew / T0 (ratio)", spread(cjSkewT0, "x T0"), "")
+			} else {
+				add(sec.scen, "p99 skew, operator / CronJob (ratio)", spread(cjVsOp(sec.opKind, func(a, c *cronResult) float64 {
+					return ratio(percentile(a.skew, 99), percentile(c.skew, 99))
+				}), ""), "")
+			}
+			add(sec.scen, "writes per started run, events apart: operator / CronJob", spread3(perRun(sec.opKind), "")+" / "+spread3(perRun("cronjob"), ""), "")
+			wr := cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(a.perRun(), c.perRun()) })
+			wTgt, wV := "", ""
+			if !own {
+				wTgt, wV = ", target < 1", verdict(wr, func(x float64) bool { return x < 1 })
+			}
+			add(sec.scen, "writes per started run, operator / CronJob (ratio"+wTgt+")", spread(wr, ""), wV)
+			add(sec.scen, "  of which refused with 409 Conflict: operator / CronJob", spread(cf(sec.opKind, func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), "")+" / "+
+				spread(cf("cronjob", func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), ""), "")
+			add(sec.scen, "  events per started run: operator / CronJob", spread(evPerRun(sec.opKind), "")+" / "+spread(evPerRun("cronjob"), ""), "")
+			if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last["cronjob"] != nil {
+				a, c := last[sec.opKind], last["cronjob"]
+				add(sec.scen, "  by resource per started run (last repeat): operator", a.writes.breakdown(float64(max(a.started, 1))), "")
+				add(sec.scen, "  by resource per started run (last repeat): CronJob", c.writes.breakdown(float64(max(c.started, 1))), "")
+			}
+			late := cf(sec.opKind, func(c *cronResult) float64 {
+				if c.setupLate {
+					return 1
+				}
+				return 0
+			})
+			add(sec.scen, "  operator: first pass over all Tasks took (before the slot)", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.setup })),
+				map[bool]string{true: "NOT DONE BEFORE THE SLOT in some repeat", false: ""}[anyPositive(late)])
+		}
+	}
+
+	// --- idle
+	if anyValue(rs.collect(func(r *repeatResult) float64 { return idleVal(r, func(i *idleResult) float64 { return i.window }) })) {
+		wpm := rs.collect(func(r *repeatResult) float64 { return idleVal(r, func(i *idleResult) float64 { return i.perMinute() }) })
+		add("idle", fmt.Sprintf("%d finished + %d cron Tasks not due: operator writes per minute, leases excluded", n, n), spread(wpm, "/min"), "0: "+verdict(wpm, func(x float64) bool { return x == 0 }))
+		add("idle", "  reconciles per minute", spread(rs.collect(func(r *repeatResult) float64 {
+			return idleVal(r, func(i *idleResult) float64 { return i.writes.reconciles / i.window * 60 })
+		}), "/min"), "")
+	}
+
+	// --- memory
+	memv := func(i int, heap bool) []float64 {
+		return rs.collect(func(r *repeatResult) float64 {
+			if r.mem == nil || len(r.mem.points) <= i {
+				return math.NaN()
+			}
+			if heap {
+				return r.mem.points[i].heap / (1 << 20)
+			}
+			return r.mem.points[i].rss / (1 << 20)
+		})
+	}
+	if anyValue(memv(0, false)) {
+		for i, cnt := range []int{0, n, 5 * n} {
+			add("memory", fmt.Sprintf("%d finished Tasks and their Jobs: RSS / Go heap (after GC)", cnt), spread(memv(i, false), "MiB")+" / "+spread(memv(i, true), "MiB"), "")
+		}
+		slope := func(i, j int, heap bool) []float64 {
+			return rs.collect(func(r *repeatResult) float64 {
+				if r.mem == nil {
+					return math.NaN()
+				}
+				return r.mem.slope(i, j, heap)
+			})
+		}
+		le15 := func(xs []float64) string { return "<= 15: " + verdict(xs, func(x float64) bool { return x <= 15 }) }
+		for _, sl := range []struct {
+			i, j  int
+			label string
+		}{{0, 2, fmt.Sprintf("0 to %d", 5*n)}, {1, 2, fmt.Sprintf("%d to %d, the marginal cost", n, 5*n)}} {
+			rss, heap := slope(sl.i, sl.j, false), slope(sl.i, sl.j, true)
+			add("memory", "RSS growth per 1000 Tasks, "+sl.label, spread(rss, "MiB"), le15(rss))
+			add("memory", "Go heap growth per 1000 Tasks, "+sl.label, spread(heap, "MiB"), le15(heap))
+		}
+	}
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tmetric\tvalue\ttarget")
+	fmt.Fprintln(tw, "--------\t------\t-----\t------")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.scenario, r.metric, r.value, r.target)
+	}
+	tw.Flush()
+	b.WriteString("\n")
+	return b.String()
+}
+
+func (rs *results) writeMethod() string {
+	for _, r := range rs.reps {
+		for _, w := range []*writeCount{burstWrites(r), idleWrites(r)} {
+			if w != nil && w.method == "audit log" {
+				return "the API server's audit log (by user agent / service account)"
+			}
+		}
+		for _, c := range r.cron {
+			if c.writes.method == "audit log" {
+				return "the API server's audit log (by user agent / service account)"
+			}
+		}
+	}
+	return "the API server's /metrics (apiserver_request_total by resource, in windows where nothing else writes those resources) " +
+		"and the operator's own rest_client_requests_total (its events = its total minus the rest); no leader election, so no lease writes"
+}
+
+func burstWrites(r *repeatResult) *writeCount {
+	if r.burst == nil {
+		return nil
+	}
+	return &r.burst.writes
+}
+
+func idleWrites(r *repeatResult) *writeCount {
+	if r.idle == nil {
+		return nil
+	}
+	return &r.idle.writes
+}
+
+func idleVal(r *repeatResult, f func(*idleResult) float64) float64 {
+	if r.idle == nil {
+		return math.NaN()
+	}
+	return f(r.idle)
+}
+
+func anyValue(xs []float64) bool {
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyPositive(xs []float64) bool {
+	for _, x := range xs {
+		if x > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func divEach(a float64, xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = ratio(a, x)
+	}
+	return out
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}

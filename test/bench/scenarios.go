@@ -1,0 +1,494 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+const benchNamespace = "bench"
+
+// ---------------------------------------------------------------------------
+// B0: the API server's own limit
+// ---------------------------------------------------------------------------
+
+// runB0 creates N Jobs of the operator's shape from o.workers goroutines with
+// no client-side limit and returns T0, then deletes them again. With tasks,
+// it then does the same with N one-shot Tasks (no operator runs yet, so they
+// stay untouched) and returns their creation time too: the part of a burst
+// that is the API server's work on Tasks alone. It runs before the
+// session's operator starts.
+func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (t0, tTasks float64, err error) {
+	const ns = "bench-b0"
+	if err := cl.ensureNamespace(ctx, ns); err != nil {
+		return 0, 0, err
+	}
+	owner := oneShotTask(ns, "b0-owner")
+	if err := cl.c.Create(ctx, owner); err != nil {
+		return 0, 0, err
+	}
+	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object { return b0Job(owner, i) })
+	if err != nil {
+		return 0, 0, err
+	}
+	t0 = end.Sub(start).Seconds()
+	o.logf("B0: %d Jobs in %.2f s (%.0f Jobs/s)", o.n, t0, float64(o.n)/t0)
+	if tasks {
+		start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+			return oneShotTask(ns, fmt.Sprintf("b0-%05d", i))
+		})
+		if err != nil {
+			return 0, 0, err
+		}
+		tTasks = end.Sub(start).Seconds()
+		o.logf("B0: %d Tasks in %.2f s (%.0f Tasks/s)", o.n, tTasks, float64(o.n)/tTasks)
+	}
+
+	// Clean up, so the session's operator starts on an empty cluster. No
+	// operator has seen these Tasks, so they carry no finalizer.
+	if err := cl.c.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return 0, 0, err
+	}
+	if err := cl.c.DeleteAllOf(ctx, &v1alpha1.Task{}, client.InNamespace(ns)); err != nil {
+		return 0, 0, err
+	}
+	err = poll(ctx, 5*time.Minute, 500*time.Millisecond, func() (bool, error) {
+		var jl batchv1.JobList
+		if err := cl.c.List(ctx, &jl, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return false, err
+		}
+		var tl v1alpha1.TaskList
+		if err := cl.c.List(ctx, &tl, client.InNamespace(ns), client.Limit(1)); err != nil {
+			return false, err
+		}
+		return len(jl.Items) == 0 && len(tl.Items) == 0, nil
+	})
+	return t0, tTasks, err
+}
+
+// ---------------------------------------------------------------------------
+// Burst of one-shot Tasks, then idle
+// ---------------------------------------------------------------------------
+
+type burstResult struct {
+	t0           float64 // this session's B0
+	tTasks       float64 // this session's N Tasks created with no operator running
+	create       float64 // s to create the N Tasks
+	firstToNth   float64 // s from the first Task create to the N-th Job
+	taskToJob    []float64
+	finishReady  []float64
+	writes       writeCount
+	jobs, failed int
+	cpuSeconds   float64 // the operator's CPU during the burst
+}
+
+type idleResult struct {
+	window float64 // s
+	writes writeCount
+}
+
+func (r idleResult) perMinute() float64 {
+	return (r.writes.total() + r.writes.events) / r.window * 60
+}
+
+// sessionBurst: B0, then the operator, N one-shot Tasks at once, and (when
+// idle) N cron Tasks not due, left alone for the idle window.
+func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *burstResult, idle *idleResult, err error) {
+	cl, err := upCluster(ctx, o, o.fastKCM())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.down(ctx, o)
+	b = &burstResult{}
+	if b.t0, b.tTasks, err = runB0(ctx, o, cl, true); err != nil {
+		return nil, nil, fmt.Errorf("B0: %w", err)
+	}
+	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, nil, err
+	}
+	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("burst-%d", rep))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer op.stop(o)
+	tr, err := startTracker(ctx, cl, benchNamespace, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tr.close()
+	if err := sleepUntil(ctx, time.Now().Add(3*time.Second)); err != nil {
+		return nil, nil, err
+	}
+
+	before, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, nil, err
+	}
+	var prof <-chan error
+	if o.profile {
+		prof = op.cpuProfile(ctx, time.Duration(max(4*b.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("burst-%d.cpu.pprof", rep)))
+	}
+	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		return oneShotTask(benchNamespace, fmt.Sprintf("burst-%05d", i))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	b.create = end.Sub(start).Seconds()
+	n := o.n
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Jobs", n), o.timeout(2*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= n }); err != nil {
+		return nil, nil, err
+	}
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
+		return nil, nil, err
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			o.logf("CPU profile: %v", err)
+		}
+	}
+	// Let the last events and writes of the pass that made a Task Ready land.
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return nil, nil, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.logf("burst diagnosis: %s", diagnose(before, after))
+	b.cpuSeconds = after.op.value("process_cpu_seconds_total") - before.op.value("process_cpu_seconds_total")
+	if b.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
+		return nil, nil, err
+	}
+
+	tasks, jobs := tr.snapshot()
+	var nth []time.Time
+	for _, j := range jobs {
+		nth = append(nth, j.seen)
+		t, ok := tasks[j.task]
+		if !ok {
+			continue
+		}
+		b.taskToJob = append(b.taskToJob, j.seen.Sub(t.seen).Seconds())
+		if !j.complete.IsZero() && !t.ready.IsZero() {
+			b.finishReady = append(b.finishReady, t.ready.Sub(j.complete).Seconds())
+		}
+	}
+	sort.Slice(nth, func(i, k int) bool { return nth[i].Before(nth[k]) })
+	b.firstToNth = nth[n-1].Sub(start).Seconds()
+	b.jobs = len(jobs)
+	o.logf("burst: %d Tasks created in %.2f s; %d-th Job after %.2f s (%.2f x T0); Task->Job p50 %.3f s p99 %.3f s; Job finished->Ready p50 %.3f s p99 %.3f s; writes/Task %.2f (%s) + events %.2f; operator CPU %.1f s",
+		n, b.create, n, b.firstToNth, b.firstToNth/b.t0, percentile(b.taskToJob, 50), percentile(b.taskToJob, 99),
+		percentile(b.finishReady, 50), percentile(b.finishReady, 99), b.writes.total()/float64(n), b.writes.breakdown(float64(n)), b.writes.events/float64(n), b.cpuSeconds)
+
+	if !withIdle {
+		return b, nil, nil
+	}
+	idle, err = runIdle(ctx, o, cl, op, tr)
+	return b, idle, err
+}
+
+// runIdle adds N cron Tasks that are not due for hours next to the N
+// finished one-shot Tasks, waits until the operator has scheduled them,
+// and counts its writes in the idle window.
+func runIdle(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker) (*idleResult, error) {
+	// Due in about 12 hours, whenever the benchmark runs.
+	schedule := fmt.Sprintf("%d %d * * *", time.Now().UTC().Minute(), (time.Now().UTC().Hour()+12)%24)
+	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		return cronTask(benchNamespace, fmt.Sprintf("idle-%05d", i), schedule)
+	}); err != nil {
+		return nil, err
+	}
+	n := o.n
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d cron Tasks scheduled", n), o.timeout(2*time.Minute), func(_, _, scheduled, _, _ int) bool { return scheduled >= n }); err != nil {
+		return nil, err
+	}
+	if err := sleepUntil(ctx, time.Now().Add(2*o.settle)); err != nil {
+		return nil, err
+	}
+	before, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	o.logf("idle: %d finished one-shot Tasks and %d cron Tasks not due; watching the operator for %s", n, n, o.idleWindow)
+	if err := sleepUntil(ctx, time.Now().Add(o.idleWindow)); err != nil {
+		return nil, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	r := &idleResult{window: after.at.Sub(before.at).Seconds()}
+	if r.writes, err = operatorWrites(cl, before, after, nil); err != nil {
+		return nil, err
+	}
+	o.logf("idle: %.1f writes/min (%s; events %.0f), %.1f reconciles/min", r.perMinute(), r.writes.breakdown(1), r.writes.events, r.writes.reconciles/r.window*60)
+	return r, nil
+}
+
+// ---------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------
+
+type memPoint struct {
+	tasks, jobs int
+	rss, heap   float64 // bytes
+}
+
+type memResult struct{ points []memPoint }
+
+// slope is MiB per 1000 Tasks between points i and j.
+func (m memResult) slope(i, j int, heap bool) float64 {
+	if len(m.points) <= max(i, j) {
+		return math.NaN()
+	}
+	a, b := m.points[i], m.points[j]
+	va, vb := a.rss, b.rss
+	if heap {
+		va, vb = a.heap, b.heap
+	}
+	return (vb - va) / (1 << 20) / (float64(b.tasks-a.tasks) / 1000)
+}
+
+func sessionMemory(ctx context.Context, o *options, rep int) (*memResult, error) {
+	s := o.fastKCM()
+	s.nodePods = max(s.nodePods, 5*o.n+100)
+	cl, err := upCluster(ctx, o, s)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.down(ctx, o)
+	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, err
+	}
+	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("memory-%d", rep))
+	if err != nil {
+		return nil, err
+	}
+	defer op.stop(o)
+	tr, err := startTracker(ctx, cl, benchNamespace, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+
+	res := &memResult{}
+	measure := func(tasks int) error {
+		if err := sleepUntil(ctx, time.Now().Add(2*o.settle)); err != nil {
+			return err
+		}
+		// Three samples a second apart, each after a forced GC; the median.
+		var rss, heap []float64
+		for i := range 3 {
+			save := ""
+			if i == 0 {
+				save = filepath.Join(o.workDir, "profiles", fmt.Sprintf("memory-%d-%d.heap.pprof", rep, tasks))
+			}
+			r, h, err := op.memory(ctx, save)
+			if err != nil {
+				return err
+			}
+			rss, heap = append(rss, r), append(heap, h)
+			time.Sleep(time.Second)
+		}
+		_, _, _, jobs, _ := tr.counts()
+		p := memPoint{tasks: tasks, jobs: jobs, rss: median(rss), heap: median(heap)}
+		res.points = append(res.points, p)
+		o.logf("memory: %d Tasks, %d Jobs: RSS %.1f MiB, heap %.1f MiB", tasks, jobs, p.rss/(1<<20), p.heap/(1<<20))
+		return nil
+	}
+	if err := measure(0); err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, add := range []int{o.n, 4 * o.n} {
+		base := total
+		if _, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
+			return oneShotTask(benchNamespace, fmt.Sprintf("mem-%06d", base+i))
+		}); err != nil {
+			return nil, err
+		}
+		total += add
+		want := total
+		if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks Ready", want), o.timeout(15*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= want }); err != nil {
+			return nil, err
+		}
+		if err := measure(total); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// ---------------------------------------------------------------------------
+// Cron fire
+// ---------------------------------------------------------------------------
+
+// cronKind is one cron run: the operator with some flags, or the CronJob
+// controller.
+type cronKind struct {
+	name     string // row label
+	operator bool
+	settings operatorSettings
+}
+
+type cronResult struct {
+	t0          float64
+	slot        time.Time
+	n, started  int
+	late        int // runs started after the slot period (counted as missed)
+	skew        []float64
+	writes      writeCount
+	setup       float64 // s from the first create until every Task was scheduled (operator)
+	setupLate   bool    // the operator had not scheduled every Task 3 s before the slot
+	scheduledAt int     // Tasks scheduled for the slot 3 s before it
+}
+
+func (r cronResult) perRun() float64 { return ratio(r.writes.total(), float64(r.started)) }
+func (r cronResult) eventsPerRun() float64 {
+	return ratio(r.writes.events, float64(r.started))
+}
+
+// sessionCron: B0, then N cron Tasks (or CronJobs) all due in one slot, the
+// first minute boundary after they exist and are scheduled. Their schedule
+// names that slot's minute and hour ("M H * * *"), so no earlier slot fires
+// while they are being created; the slot period (60 s, like "* * * * *")
+// is the window measured.
+func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cronResult, error) {
+	cl, err := upCluster(ctx, o, o.defaultKCM())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.down(ctx, o)
+	res := &cronResult{n: o.n}
+	if res.t0, _, err = runB0(ctx, o, cl, false); err != nil {
+		return nil, fmt.Errorf("B0: %w", err)
+	}
+	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, err
+	}
+	var op *operator
+	if kind.operator {
+		if op, err = startOperator(ctx, o, cl, kind.settings, fmt.Sprintf("cron-%s-%d", kind.name, rep)); err != nil {
+			return nil, err
+		}
+		defer op.stop(o)
+	}
+	tr, err := startTracker(ctx, cl, benchNamespace, kind.operator)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+
+	// Lead time: creating the objects (a few x T0) plus, for the operator,
+	// its first pass over every Task (about 2 writes each: finalizer and
+	// status), which a client-side limit stretches to 2N/qps.
+	lead := 15*time.Second + time.Duration(3*res.t0*float64(time.Second))
+	if kind.operator {
+		if kind.settings.qps > 0 {
+			lead += time.Duration(2.6 * float64(o.n) / kind.settings.qps * float64(time.Second))
+		} else {
+			lead += time.Duration(float64(o.n)/50) * time.Second
+		}
+	}
+	slot := time.Now().Add(lead).Truncate(time.Minute).Add(time.Minute)
+	res.slot = slot
+	schedule := fmt.Sprintf("%d %d * * *", slot.UTC().Minute(), slot.UTC().Hour())
+	o.logf("cron %s: %d objects with schedule %q, slot %s (in %.0f s)", kind.name, o.n, schedule, slot.UTC().Format(time.TimeOnly), time.Until(slot).Seconds())
+
+	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		name := fmt.Sprintf("cron-%05d", i)
+		if kind.operator {
+			return cronTask(benchNamespace, name, schedule)
+		}
+		return cronJob(benchNamespace, name, schedule)
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.logf("cron %s: created in %.2f s", kind.name, end.Sub(start).Seconds())
+	snapAt := slot.Add(-3 * time.Second)
+	if kind.operator {
+		n := o.n
+		err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks scheduled", n), time.Until(snapAt), func(_, _, scheduled, _, _ int) bool { return scheduled >= n })
+		tasks, _ := tr.snapshot()
+		for _, t := range tasks {
+			if t.next.Equal(slot) {
+				res.scheduledAt++
+			}
+		}
+		if err != nil {
+			res.setupLate = true
+			o.logf("cron %s: WARNING: only %d of %d Tasks scheduled 3 s before the slot: %v", kind.name, res.scheduledAt, n, err)
+		}
+		res.setup = time.Since(start).Seconds()
+		o.logf("cron %s: %d Tasks scheduled for the slot, %.1f s after the first create", kind.name, res.scheduledAt, res.setup)
+	}
+	if err := sleepUntil(ctx, snapAt); err != nil {
+		return nil, err
+	}
+	before, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	var prof <-chan error
+	if o.profile && kind.operator {
+		prof = op.cpuProfile(ctx, 63*time.Second, filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
+	}
+	periodEnd := slot.Add(time.Minute)
+	if err := sleepUntil(ctx, periodEnd); err != nil {
+		return nil, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	o.logf("cron %s diagnosis: %s", kind.name, diagnose(before, after))
+	if kind.operator {
+		res.writes, err = operatorWrites(cl, before, after, nil)
+	} else {
+		res.writes, err = cronJobWrites(ctx, cl, benchNamespace, before, after)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			o.logf("CPU profile: %v", err)
+		}
+	}
+
+	runID := "s" + strconv.FormatInt(slot.Unix(), 10)
+	_, jobs := tr.snapshot()
+	for name, j := range jobs {
+		forSlot := false
+		if kind.operator {
+			forSlot = j.run == runID
+		} else {
+			forSlot = j.scheduled.Equal(slot) || (j.scheduled.IsZero() && name == j.cronJob+"-"+strconv.FormatInt(slot.Unix()/60, 10))
+		}
+		if !forSlot {
+			continue
+		}
+		if j.seen.After(periodEnd) {
+			res.late++
+			continue
+		}
+		res.started++
+		res.skew = append(res.skew, j.seen.Sub(slot).Seconds())
+	}
+	o.logf("cron %s: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s; writes/run %.2f (%s) + events %.2f",
+		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
+		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun())
+	return res, nil
+}

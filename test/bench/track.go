@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// The tracker watches Tasks and Jobs in one namespace and notes, with the
+// benchmark's own clock, when it first saw each object and each state of
+// interest. Object timestamps (creationTimestamp, condition times) have
+// one-second resolution, too coarse for latencies of a few hundred
+// milliseconds; watch events arrive within milliseconds, and a latency is
+// the difference of two watch observations, so the watch delay cancels.
+
+type taskTrack struct {
+	seen, ready time.Time
+	next        time.Time // status.nextScheduleTime, once set
+}
+
+type jobTrack struct {
+	seen, complete time.Time
+	task, run      string    // the operator's labels
+	cronJob        string    // the owning CronJob, if any
+	scheduled      time.Time // the CronJob's slot (annotation), if any
+}
+
+type tracker struct {
+	mu    sync.Mutex
+	tasks map[string]*taskTrack
+	jobs  map[string]*jobTrack
+	stop  context.CancelFunc
+}
+
+// cronJobScheduledAnnotation is the slot the CronJob controller records on
+// the Jobs it creates.
+const cronJobScheduledAnnotation = "batch.kubernetes.io/cronjob-scheduled-timestamp"
+
+func startTracker(ctx context.Context, cl *cluster, namespace string, withTasks bool) (*tracker, error) {
+	c, err := cache.New(cl.cfg, cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}}
+	objs := []client.Object{&batchv1.Job{}}
+	if withTasks {
+		objs = append(objs, &v1alpha1.Task{})
+	}
+	for _, obj := range objs {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { t.observe(o) },
+			UpdateFunc: func(_, o any) { t.observe(o) },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	t.stop = cancel
+	go func() { _ = c.Start(cctx) }()
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	if !c.WaitForCacheSync(sctx) {
+		cancel()
+		return nil, fmt.Errorf("the benchmark's watches did not sync")
+	}
+	return t, nil
+}
+
+func (t *tracker) observe(o any) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch obj := o.(type) {
+	case *v1alpha1.Task:
+		tt := t.tasks[obj.Name]
+		if tt == nil {
+			tt = &taskTrack{seen: now}
+			t.tasks[obj.Name] = tt
+		}
+		if tt.ready.IsZero() && meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionReady) {
+			tt.ready = now
+		}
+		if tt.next.IsZero() && obj.Status.NextScheduleTime != nil {
+			tt.next = obj.Status.NextScheduleTime.Time
+		}
+	case *batchv1.Job:
+		jt := t.jobs[obj.Name]
+		if jt == nil {
+			jt = &jobTrack{seen: now, task: obj.Labels[v1alpha1.LabelTask], run: obj.Labels[v1alpha1.LabelRun]}
+			for _, ref := range obj.OwnerReferences {
+				if ref.Kind == "CronJob" {
+					jt.cronJob = ref.Name
+				}
+			}
+			if s, ok := obj.Annotations[cronJobScheduledAnnotation]; ok {
+				jt.scheduled, _ = time.Parse(time.RFC3339, s)
+			}
+			t.jobs[obj.Name] = jt
+		}
+		if jt.complete.IsZero() {
+			for _, c := range obj.Status.Conditions {
+				if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+					jt.complete = now
+				}
+			}
+		}
+	}
+}
+
+// counts: Tasks seen, Tasks Ready, Tasks with a nextScheduleTime, Jobs
+// seen, Jobs complete.
+func (t *tracker) counts() (tasks, ready, scheduled, jobs, complete int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tt := range t.tasks {
+		tasks++
+		if !tt.ready.IsZero() {
+			ready++
+		}
+		if !tt.next.IsZero() {
+			scheduled++
+		}
+	}
+	for _, jt := range t.jobs {
+		jobs++
+		if !jt.complete.IsZero() {
+			complete++
+		}
+	}
+	return
+}
+
+// snapshot copies the records (safe to read without the lock).
+func (t *tracker) snapshot() (map[string]taskTrack, map[string]jobTrack) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ts := make(map[string]taskTrack, len(t.tasks))
+	for k, v := range t.tasks {
+		ts[k] = *v
+	}
+	js := make(map[string]jobTrack, len(t.jobs))
+	for k, v := range t.jobs {
+		js[k] = *v
+	}
+	return ts, js
+}
+
+// waitFor polls the tracker until cond holds; it reports progress through
+// logf every 10 s.
+func (t *tracker) waitFor(ctx context.Context, o *options, what string, timeout time.Duration, cond func(tasks, ready, scheduled, jobs, complete int) bool) error {
+	start := time.Now()
+	lastLog := start
+	err := poll(ctx, timeout, 50*time.Millisecond, func() (bool, error) {
+		tasks, ready, scheduled, jobs, complete := t.counts()
+		if cond(tasks, ready, scheduled, jobs, complete) {
+			return true, nil
+		}
+		if time.Since(lastLog) > 10*time.Second {
+			lastLog = time.Now()
+			o.logf("  waiting for %s (%.0f s): Tasks %d (Ready %d, scheduled %d), Jobs %d (complete %d)",
+				what, time.Since(start).Seconds(), tasks, ready, scheduled, jobs, complete)
+		}
+		return false, nil
+	})
+	if err != nil {
+		tasks, ready, scheduled, jobs, complete := t.counts()
+		return fmt.Errorf("waiting for %s: %w (Tasks %d, Ready %d, scheduled %d, Jobs %d, complete %d)",
+			what, err, tasks, ready, scheduled, jobs, complete)
+	}
+	return nil
+}
+
+func (t *tracker) close() {
+	if t != nil && t.stop != nil {
+		t.stop()
+	}
+}
