@@ -39,6 +39,7 @@ vet: ## Run go vet and check formatting.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	go vet -tags e2e ./test/e2e/
+	go vet -tags reliability ./test/reliability/
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) etcd and kube-apiserver for the integration tests.
@@ -60,6 +61,14 @@ FUZZTIME ?= 30s
 fuzz: ## Fuzz Task admission and the reconciler against envtest, FUZZTIME per target (first run builds instrumented deps: minutes).
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzTaskAdmission$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzReconcile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
+
+.PHONY: test-reliability
+test-reliability: ## Reliability and security scenarios on a local control plane (~17 min).
+	go test -tags reliability ./test/reliability/ -count=1 -timeout 60m -v
+
+.PHONY: test-reliability-fast
+test-reliability-fast: ## The fast subset of the reliability scenarios (~4 min).
+	RELIABILITY_FAST=1 go test -tags reliability ./test/reliability/ -count=1 -timeout 20m -v
 
 BENCH_N ?= 1000
 

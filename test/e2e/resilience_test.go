@@ -132,8 +132,8 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	ns := newNamespace(t, "e2e-kill")
 	// Whatever happens here, the tests after this one need an operator.
 	t.Cleanup(func() {
-		if !env.op.alive() {
-			if _, err := env.op.start(); err != nil {
+		if !env.op.Alive() {
+			if _, err := env.op.Start(); err != nil {
 				t.Errorf("restarting the operator: %v", err)
 			}
 		}
@@ -196,7 +196,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	eventually(t, 60*time.Second, "half the Tasks to be on their second attempt", atLeast(2, n/2))
 	before, _ := attempts(ctxFor(t, 10*time.Second))
 	killedAt := time.Now()
-	if err := env.op.kill(); err != nil {
+	if err := env.op.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("kill 1 (SIGKILL) %s after creation: %s", secs(killedAt.Sub(start)), summary(before))
@@ -228,7 +228,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 		}
 		return due > 0, fmt.Sprintf("Jobs failed since the kill: %d, retries due: %d", failedWhileDown, due)
 	})
-	ready, err := env.op.start()
+	ready, err := env.op.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,10 +237,10 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	// Kill 2: later in the runs, restarted at once.
 	eventually(t, 60*time.Second, "half the Tasks to be on their third attempt", atLeast(3, n/2))
 	before, _ = attempts(ctxFor(t, 10*time.Second))
-	if err := env.op.kill(); err != nil {
+	if err := env.op.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	ready, err = env.op.start()
+	ready, err = env.op.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	t.Logf("all %d Tasks Failed %s after creation (%s after the last restart)", n, secs(time.Since(start)), secs(all))
 
 	t.Run("no duplicate Job", func(t *testing.T) {
-		seen := jobs.all(t)
+		seen := jobs.All(t)
 		byKey := map[jobKey][]string{}
 		for i := range seen {
 			k := keyOf(&seen[i])
@@ -269,17 +269,17 @@ func TestOperatorKilledMidRun(t *testing.T) {
 		}
 		for k, js := range byKey {
 			if len(js) > 1 {
-				t.Errorf("%d Jobs for task %s run %s attempt %s: %v", len(js), k.task, k.run, k.attempt, js)
+				t.Errorf("%d Jobs for task %s run %s attempt %s: %v", len(js), k.Task, k.Run, k.Attempt, js)
 			}
 		}
 		t.Logf("%d Jobs seen in the namespace, %d distinct (task, run, attempt)", len(seen), len(byKey))
 		for _, name := range names {
 			var got []int
 			for k := range byKey {
-				if k.task == name {
-					a, _ := strconv.Atoi(k.attempt)
-					if k.run != "0" {
-						t.Errorf("Task %s has a Job for run %q; a one-shot Task has only run 0", name, k.run)
+				if k.Task == name {
+					a, _ := strconv.Atoi(k.Attempt)
+					if k.Run != "0" {
+						t.Errorf("Task %s has a Job for run %q; a one-shot Task has only run 0", name, k.Run)
 					}
 					got = append(got, a)
 				}
@@ -307,7 +307,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 				t.Errorf("%s: history %+v, want one Failed run with %d attempts", name, st.History, maxRetry+1)
 			}
 		}
-		statuses.check(t)
+		statuses.Check(t)
 	})
 
 	// The restarts re-read every Task; one that had finished before must

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // (a) A shell Task that succeeds: `kubectl wait --for=condition=Ready`
@@ -317,22 +318,9 @@ func TestPodSecurityRestricted(t *testing.T) {
 	}
 }
 
-func controllerHasFinalizer(task *v1alpha1.Task) bool {
-	for _, f := range task.Finalizers {
-		if f == v1alpha1.Finalizer {
-			return true
-		}
-	}
-	return false
-}
+func controllerHasFinalizer(task *v1alpha1.Task) bool { return harness.HasFinalizer(task) }
 
-func podPhases(pods []corev1.Pod) []string {
-	out := make([]string, 0, len(pods))
-	for _, p := range pods {
-		out = append(out, p.Name+"="+string(p.Status.Phase))
-	}
-	return out
-}
+func podPhases(pods []corev1.Pod) []string { return harness.PodPhases(pods) }
 
 func keys[V any](m map[int]V) []int {
 	out := make([]int, 0, len(m))

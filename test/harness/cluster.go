@@ -1,0 +1,220 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// Cluster is a local control plane run by hack/local-cluster.sh, with the
+// Task CRD installed and an admin client.
+type Cluster struct {
+	Root       string // repository root
+	Dir        string // the cluster's state folder
+	Kubeconfig string // admin (system:masters) kubeconfig
+	Kubectl    string // the project's kubectl (same version as the cluster)
+	Config     *rest.Config
+	Client     client.WithWatch
+	env        []string
+}
+
+// ClusterOptions says where and how to start a Cluster.
+type ClusterOptions struct {
+	// Dir is the state folder (hack/local-cluster.sh --dir).
+	Dir string
+	// Reuse keeps a cluster already running in Dir, objects and all
+	// (hack/local-cluster.sh up reuses a running cluster whose settings
+	// match); otherwise the cluster starts afresh from an empty etcd.
+	Reuse bool
+	// Env is added to hack/local-cluster.sh's environment (KCM_QPS, ...).
+	Env []string
+	// Logf reports progress; nil means stderr.
+	Logf func(format string, args ...any)
+}
+
+// RepoRoot is the repository's top folder, absolute.
+func RepoRoot() string {
+	root := testutil.RepoRoot()
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	return root
+}
+
+// StartCluster brings the cluster up (afresh unless o.Reuse), installs the
+// Task CRD and makes an admin client with generous client-side limits.
+func StartCluster(o ClusterOptions) (*Cluster, error) {
+	logf := o.Logf
+	if logf == nil {
+		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	c := &Cluster{Root: RepoRoot(), Dir: o.Dir, env: o.Env}
+	if abs, err := filepath.Abs(c.Dir); err == nil {
+		c.Dir = abs
+	}
+	out, err := exec.Command(filepath.Join(c.Root, "hack", "k8s-binaries.sh"), "kubectl").Output()
+	if err != nil {
+		return nil, fmt.Errorf("hack/k8s-binaries.sh kubectl: %w", err)
+	}
+	c.Kubectl = filepath.Join(strings.TrimSpace(string(out)), "kubectl")
+
+	t := time.Now()
+	if !o.Reuse {
+		// `up` would reuse a cluster left running by an earlier, aborted
+		// run, with its objects in it.
+		if err := c.Script("down"); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Script("up"); err != nil {
+		return nil, err
+	}
+	out, err = exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), "kubeconfig", "--dir", c.Dir).Output()
+	if err != nil {
+		return nil, fmt.Errorf("hack/local-cluster.sh kubeconfig: %w", err)
+	}
+	c.Kubeconfig = strings.TrimSpace(string(out))
+	logf("cluster up in %s", time.Since(t).Round(time.Millisecond))
+
+	if out, err := c.RunKubectl(context.Background(), "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.Root, "config", "crd", "bases")); err != nil {
+		return nil, fmt.Errorf("installing the CRD: %w\n%s", err, out)
+	}
+	// `kubectl wait` fails, rather than waits, while the new CRD has no
+	// conditions yet: poll its Established condition instead.
+	established := func() bool {
+		out, err := c.RunKubectl(context.Background(), "get", "crd", "tasks.batch.taskops.io",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return err == nil && strings.TrimSpace(string(out)) == "True"
+	}
+	for deadline := time.Now().Add(60 * time.Second); !established(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the Task CRD was not Established within 60s")
+		}
+	}
+	c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c.Config.QPS, c.Config.Burst = 200, 400
+	c.Client, err = client.NewWithWatch(c.Config, client.Options{Scheme: testutil.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Script runs hack/local-cluster.sh CMD --dir DIR, its progress on stderr.
+func (c *Cluster) Script(cmd string) error {
+	sh := exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), cmd, "--dir", c.Dir)
+	sh.Env = append(os.Environ(), c.env...)
+	sh.Stdout, sh.Stderr = io.Discard, os.Stderr
+	if err := sh.Run(); err != nil {
+		return fmt.Errorf("hack/local-cluster.sh %s --dir %s: %w", cmd, c.Dir, err)
+	}
+	return nil
+}
+
+// Down stops the cluster (hack/local-cluster.sh down).
+func (c *Cluster) Down() error { return c.Script("down") }
+
+// RunKubectl runs the project's kubectl against the cluster as admin.
+func (c *Cluster) RunKubectl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.Kubectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// State is the cluster's cluster.env (ports, bin folder, settings).
+func (c *Cluster) State() (map[string]string, error) {
+	f, err := os.Open(filepath.Join(c.Dir, "cluster.env"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		out[k] = unquoteBash(v)
+	}
+	return out, sc.Err()
+}
+
+// unquoteBash undoes bash's printf %q for the simple values cluster.env
+// holds: backslash escapes and single quotes.
+func unquoteBash(v string) string {
+	if len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' {
+		return v[1 : len(v)-1]
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) {
+			i++
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+// PIDFile is the file hack/local-cluster.sh keeps a component's pid in.
+func (c *Cluster) PIDFile(component string) string {
+	return filepath.Join(c.Dir, "pids", component+".pid")
+}
+
+// LogFile is the file a component logs to.
+func (c *Cluster) LogFile(component string) string {
+	return filepath.Join(c.Dir, "logs", component+".log")
+}
+
+// ComponentPID is the pid of a running component (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok) and its command line.
+func (c *Cluster) ComponentPID(component string) (int, []string, error) {
+	b, err := os.ReadFile(c.PIDFile(component))
+	if err != nil {
+		return 0, nil, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", c.PIDFile(component), err)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s (pid %d) is not running: %w", component, pid, err)
+	}
+	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	if !strings.Contains(string(raw), c.Dir+"/") {
+		return 0, nil, fmt.Errorf("pid %d is not this cluster's %s", pid, component)
+	}
+	return pid, args, nil
+}
+
+// BuildManager builds ./cmd/manager into out.
+func BuildManager(root, out string) error {
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/manager")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/manager: %w\n%s", err, b)
+	}
+	return nil
+}

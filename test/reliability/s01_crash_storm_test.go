@@ -1,0 +1,115 @@
+//go:build reliability
+
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// Scenario 1, crash storm: 200 Tasks (40 fast) with maxRetry 3, every third
+// one failing every attempt (so 4 attempts) and the rest succeeding at once,
+// pods running 1-4 s; the operator is killed with SIGKILL 5 times (3 fast)
+// at random moments and restarted after a random 0-3 s. Every Task
+// finishes as it must, no attempt gets a second Job, no status moves
+// backwards. The namespace is kept: the idle scenario counts writes over
+// these finished Tasks.
+func TestS01CrashStorm(t *testing.T) {
+	n := pick(200, 30)
+	kills := pick(5, 3)
+	const maxRetry = 3
+	ns := s.newNamespace(t, "rel-crash", true)
+	op := s.startOperator(t, "op", false)
+	jobs := harness.RecordJobs(t, s.c, ns)
+	mon := harness.MonitorStatus(t, s.c, ns)
+
+	want := map[string]oneShotWant{}
+	var tasks []*v1alpha1.Task
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("storm-%03d", i)
+		dur := strconv.Itoa(1 + randIntn(4))
+		opts := []harness.TaskOpt{harness.Retries(maxRetry, 1, 4, 2), harness.PodAnnotations(harness.SimDuration, dur)}
+		if i%3 == 0 {
+			opts = append(opts, harness.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "reliability: attempt failed"))
+			want[name] = oneShotWant{v1alpha1.PhaseFailed, maxRetry + 1}
+		} else {
+			want[name] = oneShotWant{v1alpha1.PhaseSucceeded, 1}
+		}
+		tasks = append(tasks, harness.ShellTask(ns, name, opts...))
+	}
+	start := time.Now()
+	took := createAll(t, tasks)
+	t.Logf("created %d Tasks in %s (%d failing every attempt, %d succeeding)", n, harness.Secs(took), (n+2)/3, n-(n+2)/3)
+
+	status := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		ts, err := listTasks(ctx, ns)
+		if err != nil {
+			return err.Error()
+		}
+		var list batchv1.JobList
+		_ = s.c.List(ctx, &list, client.InNamespace(ns))
+		return fmt.Sprintf("%d Jobs; %s", len(list.Items), phaseCounts(ts))
+	}
+	var downs []time.Duration
+	var readies []time.Duration
+	for k := 1; k <= kills; k++ {
+		time.Sleep(randDuration(2*time.Second, pick(12*time.Second, 6*time.Second)))
+		at := time.Since(start)
+		if err := op.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		before := status()
+		down := randDuration(0, 3*time.Second)
+		time.Sleep(down)
+		ready, err := op.Start()
+		if err != nil {
+			t.Fatalf("restart %d: %v", k, err)
+		}
+		downs, readies = append(downs, down), append(readies, ready)
+		t.Logf("kill %d (SIGKILL) at +%s: %s; down %s, /readyz %s after the restart", k, harness.Secs(at), before, harness.Secs(down), harness.Secs(ready))
+	}
+	rest := waitFinished(t, ns, n, pick(15*time.Minute, 5*time.Minute), op)
+	total := time.Since(start)
+
+	seen := jobs.All(t)
+	checkOneShots(t, ns, seen, want)
+	events := checkMonitor(t, mon)
+	if op.Starts() != kills+1 {
+		t.Errorf("the operator was started %d times, want %d", op.Starts(), kills+1)
+	}
+	var sumDown time.Duration
+	for _, d := range downs {
+		sumDown += d
+	}
+	figure(t, "%d Tasks (maxRetry %d, %d failing every attempt), %d SIGKILLs at random moments (total downtime %s): all finished %s after creation (%s after the last restart); %d Jobs for %d expected attempts, 0 duplicates wanted (got %d); %d Task versions watched, %d steps backwards",
+		n, maxRetry, (n+2)/3, kills, harness.Secs(sumDown), harness.Secs(total), harness.Secs(rest), len(seen), expectedAttempts(want), len(harness.Duplicates(seen)), events, len(mon.Problems()))
+	t.Logf("restart readiness: %s", joinDurations(readies))
+}
+
+func expectedAttempts(want map[string]oneShotWant) int {
+	n := 0
+	for _, w := range want {
+		n += int(w.attempts)
+	}
+	return n
+}
+
+func joinDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = harness.Secs(d)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,163 @@
+//go:build reliability
+
+package reliability
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// processGone reports whether pid has exited (a zombie counts as gone: its
+// parent, init after the script's setsid, reaps it when it gets to it).
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] == 'Z'
+	}
+	return false
+}
+
+// stopAPIServer stops the cluster's kube-apiserver (SIGTERM, SIGKILL after
+// 30 s) and returns its command line, to start it again the same way.
+func stopAPIServer(t *testing.T) []string {
+	t.Helper()
+	pid, args, err := s.cluster.ComponentPID("kube-apiserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// It stops listening at once but can take 30 s to exit (requests and
+	// watches draining); the scenario wants a bounded outage.
+	deadline := time.Now().Add(5 * time.Second)
+	killed := false
+	for !processGone(pid) {
+		if time.Now().After(deadline) && !killed {
+			t.Logf("kube-apiserver still running 5 s after SIGTERM: SIGKILL")
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed = true
+		}
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatalf("kube-apiserver (pid %d) does not exit", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return args
+}
+
+// startAPIServer starts kube-apiserver with args the way
+// hack/local-cluster.sh does: its own session, appending to its log, its
+// pid in the pid file (so `hack/local-cluster.sh down` stops it). It
+// returns when /readyz says ok, with how long that took.
+func startAPIServer(t *testing.T, args []string) time.Duration {
+	t.Helper()
+	logFile, err := os.OpenFile(s.cluster.LogFile("kube-apiserver"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(logFile, "\n===== reliability: kube-apiserver restarted by %s at %s =====\n", t.Name(), time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatal(err)
+	}
+	logFile.Close()
+	go func() { _ = cmd.Wait() }() // reap it if it exits while the suite runs
+	if err := os.WriteFile(s.cluster.PIDFile("kube-apiserver"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 2*time.Minute, "kube-apiserver /readyz", nil, func(ctx context.Context) (bool, string) {
+		b, err := s.cs.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && strings.TrimSpace(string(b)) == "ok", fmt.Sprintf("%s %v", b, err)
+	})
+	return time.Since(start)
+}
+
+// Scenario 2: the API server restarts under load (100 Tasks, 30 fast, a
+// third failing every attempt with maxRetry 2). The operator (one process,
+// no leader election) is never restarted: it must recover by itself, and
+// the invariants hold.
+func TestS02APIServerRestart(t *testing.T) {
+	slowScenario(t)
+	n := pick(100, 30)
+	down := pick(15*time.Second, 8*time.Second)
+	ns := s.newNamespace(t, "rel-apiserver", false)
+	op := s.startOperator(t, "op", false)
+	jobs := harness.RecordJobs(t, s.c, ns)
+	mon := harness.MonitorStatus(t, s.c, ns)
+	want := map[string]oneShotWant{}
+	start := time.Now()
+	createAll(t, failoverTasks(ns, "load", n, want))
+	harness.Eventually(t, 2*time.Minute, "a third of the Tasks to have started", note(op), func(ctx context.Context) (bool, string) {
+		ts, err := listTasks(ctx, ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		k := 0
+		for _, task := range ts {
+			if task.Status.Attempts > 0 {
+				k++
+			}
+		}
+		return k >= n/3, phaseCounts(ts)
+	})
+	before, _ := listTasks(ctxFor(t, 10*time.Second), ns)
+	logOffset := len(op.Log())
+	stopAt := time.Now()
+	args := stopAPIServer(t)
+	stopped := time.Since(stopAt)
+	t.Logf("kube-apiserver stopped %s after the Tasks were created (SIGTERM, gone in %s): %s", harness.Secs(stopAt.Sub(start)), harness.Secs(stopped), phaseCounts(before))
+	time.Sleep(down - stopped)
+	startAt := time.Now()
+	readyIn := startAPIServer(t, args)
+	readyAt := time.Now()
+	// Until its authorizer has loaded the roles, a starting API server
+	// refuses requests it will allow a moment later.
+	s.excuse(startAt, readyAt.Add(5*time.Second))
+	t.Logf("kube-apiserver restarted after %s down; /readyz in %s", harness.Secs(readyAt.Sub(stopAt)-readyIn), harness.Secs(readyIn))
+
+	// Recovery: the operator's first Job created after the API server
+	// came back.
+	recovered := harness.Eventually(t, 3*time.Minute, "the operator to create a Job again", note(op), func(ctx context.Context) (bool, string) {
+		seen, err := jobs.Snapshot(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(jobsCreatedAfter(seen, readyAt)) > 0, fmt.Sprintf("%d Jobs so far", len(seen))
+	})
+	rest := waitFinished(t, ns, n, pick(10*time.Minute, 5*time.Minute), op)
+	seen := jobs.All(t)
+	checkOneShots(t, ns, seen, want)
+	events := checkMonitor(t, mon)
+	if !op.Alive() || op.Starts() != 1 {
+		t.Errorf("the operator did not ride it out: alive %v, started %d times (exit: %v)", op.Alive(), op.Starts(), op.ExitErr())
+	}
+	outage := op.Log()[logOffset:]
+	errLines := bytes.Count(outage, []byte("\tERROR\t"))
+	refused := bytes.Count(outage, []byte("connection refused"))
+	_, rbacAtStart := rbacRefusals(outage)
+	lostEvents := bytes.Count(outage, []byte("Server rejected event (will not retry!)"))
+	figure(t, "%d Tasks (maxRetry 2, a third failing every attempt); kube-apiserver stopped %s after creation for %s (SIGTERM; back to /readyz in %s); the operator (never restarted, still running: %v) created its next Job %s after /readyz and finished all Tasks %s after it (%s in all); operator log during and after the outage: %d ERROR lines, %d \"connection refused\", %d requests refused by RBAC while the API server started (before /readyz), %d events dropped (\"Server rejected event (will not retry!)\"); %d Jobs, %d duplicates, %d Task versions watched, %d steps backwards",
+		n, harness.Secs(stopAt.Sub(start)), harness.Secs(readyAt.Sub(stopAt)-readyIn), harness.Secs(readyIn), op.Alive(), harness.Secs(recovered), harness.Secs(recovered+rest), harness.Secs(time.Since(start)),
+		errLines, refused, rbacAtStart, lostEvents, len(seen), len(harness.Duplicates(seen)), events, len(mon.Problems()))
+}

@@ -1,0 +1,246 @@
+//go:build reliability
+
+package reliability
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// Scenario 7: a namespace with 100 Tasks (40 fast) is deleted while they
+// are in every state: pods running for good, waiting out a backoff, pods
+// that cannot start, finished, and just created (not yet seen by the
+// operator). The namespace is gone within a minute, no finalizer is left
+// behind, and no Job is created once the namespace is being deleted.
+// A second part deletes Tasks (not the namespace) while they wait out a
+// backoff or run: no Job for a Task being deleted.
+func TestS07NamespaceDeletion(t *testing.T) {
+	op := s.startOperator(t, "op", false)
+
+	t.Run("namespace", func(t *testing.T) {
+		scale := pick(5, 1) // groups of 6, 4, 4, 4, 2 Tasks times scale
+		ns := s.newNamespace(t, "rel-nsdel", false)
+		jobs := harness.RecordJobs(t, s.c, ns)
+		groups := []struct {
+			prefix string
+			n      int
+			opts   []harness.TaskOpt
+			ready  func(*v1alpha1.Task, []corev1.Pod) bool
+		}{
+			{"forever", 6 * scale, []harness.TaskOpt{harness.PodAnnotations(harness.SimRun, "forever")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+				return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
+			}},
+			{"retrying", 4 * scale, []harness.TaskOpt{harness.Retries(5, 3, 3, 1), harness.PodAnnotations(harness.SimExitCode, "1")}, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
+				// Backoff 3 s: attempts keep starting while the namespace goes.
+				return task.Status.Attempts >= 1 && (task.Status.Phase == v1alpha1.PhaseRetrying || task.Status.Phase == v1alpha1.PhaseRunning)
+			}},
+			{"stuck", 4 * scale, []harness.TaskOpt{harness.StartTimeout(600), harness.PodAnnotations(harness.SimStart, "never")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+				return len(pods) == 1 && pods[0].Status.Phase == corev1.PodPending
+			}},
+			{"done", 4 * scale, nil, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
+				return task.Status.Phase == v1alpha1.PhaseSucceeded
+			}},
+		}
+		ready := map[string]func(*v1alpha1.Task, []corev1.Pod) bool{}
+		var tasks []*v1alpha1.Task
+		for _, g := range groups {
+			for i := 0; i < g.n; i++ {
+				name := fmt.Sprintf("%s-%03d", g.prefix, i)
+				tasks = append(tasks, harness.ShellTask(ns, name, g.opts...))
+				ready[name] = g.ready
+			}
+		}
+		createAll(t, tasks)
+		settled := harness.Eventually(t, 3*time.Minute, fmt.Sprintf("the %d Tasks to reach their states", len(tasks)), note(op), func(ctx context.Context) (bool, string) {
+			all, err := listTasks(ctx, ns)
+			if err != nil {
+				return false, err.Error()
+			}
+			var pods corev1.PodList
+			if err := s.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
+			}
+			byTask := map[string][]corev1.Pod{}
+			for _, p := range pods.Items {
+				byTask[p.Labels[v1alpha1.LabelTask]] = append(byTask[p.Labels[v1alpha1.LabelTask]], p)
+			}
+			notYet := 0
+			for name, ok := range ready {
+				task := all[name]
+				if task == nil || !harness.HasFinalizer(task) || !ok(task, byTask[name]) {
+					notYet++
+				}
+			}
+			return notYet == 0, fmt.Sprintf("%d not yet; %s", notYet, phaseCounts(all))
+		})
+		// Tasks the operator has not seen yet when the namespace goes.
+		fresh := 2 * scale
+		var late []*v1alpha1.Task
+		for i := 0; i < fresh; i++ {
+			late = append(late, harness.ShellTask(ns, fmt.Sprintf("fresh-%03d", i), harness.PodAnnotations(harness.SimRun, "forever")))
+		}
+		createAll(t, late)
+		total := len(tasks) + fresh
+		logOffset := len(op.Log())
+		t.Logf("%d Tasks settled %s after creation; %d more just created; deleting the namespace", len(tasks), harness.Secs(settled), fresh)
+
+		nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		delStart := time.Now()
+		if err := s.c.Delete(ctxFor(t, 10*time.Second), nsObj); err != nil {
+			t.Fatal(err)
+		}
+		var deletionTS time.Time
+		var tasksGone time.Duration
+		gone := harness.Eventually(t, 60*time.Second, "namespace "+ns+" to be deleted", note(op), func(ctx context.Context) (bool, string) {
+			var got corev1.Namespace
+			err := s.c.Get(ctx, types.NamespacedName{Name: ns}, &got)
+			if apierrors.IsNotFound(err) {
+				if tasksGone == 0 {
+					tasksGone = time.Since(delStart)
+				}
+				return true, ""
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			if got.DeletionTimestamp != nil {
+				deletionTS = got.DeletionTimestamp.Time
+			}
+			var list v1alpha1.TaskList
+			if err := s.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
+			}
+			withFinalizer := 0
+			for i := range list.Items {
+				if harness.HasFinalizer(&list.Items[i]) {
+					withFinalizer++
+				}
+			}
+			if len(list.Items) == 0 && tasksGone == 0 {
+				tasksGone = time.Since(delStart)
+			}
+			var jobList batchv1.JobList
+			var pods corev1.PodList
+			_ = s.c.List(ctx, &jobList, client.InNamespace(ns))
+			_ = s.c.List(ctx, &pods, client.InNamespace(ns))
+			var conds []string
+			for _, c := range got.Status.Conditions {
+				if c.Status == corev1.ConditionTrue {
+					conds = append(conds, fmt.Sprintf("%s: %s", c.Type, c.Message))
+				}
+			}
+			return false, fmt.Sprintf("namespace %s; %d Tasks (%d with the finalizer), %d Jobs, %d pods; conditions %v",
+				got.Status.Phase, len(list.Items), withFinalizer, len(jobList.Items), len(pods.Items), conds)
+		})
+		seen := jobs.All(t)
+		if deletionTS.IsZero() {
+			deletionTS = delStart
+		}
+		if after := jobsCreatedAfter(seen, deletionTS); len(after) > 0 {
+			t.Errorf("%d Job(s) created after the namespace's deletionTimestamp %s: %v", len(after), deletionTS.UTC().Format(time.TimeOnly), after)
+		}
+		for k, js := range harness.Duplicates(seen) {
+			t.Errorf("%d Jobs for Task %s run %s attempt %s: %v", len(js), k.Task, k.Run, k.Attempt, js)
+		}
+		log := op.Log()[logOffset:]
+		refused := bytes.Count(log, []byte("because it is being terminated"))
+		if !op.Alive() {
+			t.Errorf("the operator exited: %v", op.ExitErr())
+		}
+		if refused > 0 {
+			t.Logf("the operator tried %d times to create Jobs (or events) in the terminating namespace before the namespace controller deleted the Tasks; the API server refused each (NamespaceLifecycle), each logged as a Reconciler error and retried with backoff", refused)
+		}
+		figure(t, "namespace with %d Tasks (%d pods running forever, %d retrying with a 3 s backoff, %d pods stuck Pending, %d finished, %d not yet seen) deleted in %s (its Tasks gone after %s); %d Jobs seen, 0 created after the deletion began; %d operator requests refused with \"being terminated\" (attempted writes into the terminating namespace)",
+			total, groups[0].n, groups[1].n, groups[2].n, groups[3].n, fresh, harness.Secs(gone), harness.Secs(tasksGone), len(seen), refused)
+		if gone > 60*time.Second {
+			t.Errorf("the namespace took %s to go, more than a minute", harness.Secs(gone))
+		}
+	})
+
+	t.Run("tasks deleted mid-run", func(t *testing.T) {
+		n := pick(30, 8)
+		ns := s.newNamespace(t, "rel-taskdel", false)
+		jobs := harness.RecordJobs(t, s.c, ns)
+		var tasks []*v1alpha1.Task
+		for i := 0; i < n; i++ {
+			opts := []harness.TaskOpt{harness.Retries(10, 1, 1, 1), harness.PodAnnotations(harness.SimExitCode, "1")}
+			if i%2 == 1 {
+				opts = []harness.TaskOpt{harness.PodAnnotations(harness.SimRun, "forever")}
+			}
+			tasks = append(tasks, harness.ShellTask(ns, fmt.Sprintf("del-%03d", i), opts...))
+		}
+		createAll(t, tasks)
+		// Retrying Tasks start an attempt every ~2 s: delete them while
+		// they do, at random moments.
+		harness.Eventually(t, 2*time.Minute, "every Task to have a Job", note(op), func(ctx context.Context) (bool, string) {
+			all, err := listTasks(ctx, ns)
+			if err != nil {
+				return false, err.Error()
+			}
+			k := 0
+			for _, task := range all {
+				if task.Status.Attempts >= 1 {
+					k++
+				}
+			}
+			return k == n, phaseCounts(all)
+		})
+		deletedAt := map[string]time.Time{}
+		for _, task := range tasks {
+			time.Sleep(randDuration(0, 700*time.Millisecond))
+			cur := &v1alpha1.Task{}
+			if err := s.c.Get(ctxFor(t, 10*time.Second), client.ObjectKeyFromObject(task), cur); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.c.Delete(ctxFor(t, 10*time.Second), cur); err != nil {
+				t.Fatal(err)
+			}
+			after := &v1alpha1.Task{}
+			if err := s.c.Get(ctxFor(t, 10*time.Second), client.ObjectKeyFromObject(task), after); err == nil && after.DeletionTimestamp != nil {
+				deletedAt[task.Name] = after.DeletionTimestamp.Time
+			} else {
+				deletedAt[task.Name] = time.Now()
+			}
+		}
+		gone := harness.Eventually(t, 60*time.Second, "every Task and Job to be gone", note(op), func(ctx context.Context) (bool, string) {
+			all, err := listTasks(ctx, ns)
+			if err != nil {
+				return false, err.Error()
+			}
+			var jl batchv1.JobList
+			if err := s.c.List(ctx, &jl, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
+			}
+			return len(all) == 0 && len(jl.Items) == 0, fmt.Sprintf("%d Tasks, %d Jobs", len(all), len(jl.Items))
+		})
+		seen := jobs.All(t)
+		var late []string
+		for _, j := range seen {
+			at, ok := deletedAt[j.Labels[v1alpha1.LabelTask]]
+			if ok && j.CreationTimestamp.Time.After(at.Add(time.Second)) {
+				late = append(late, fmt.Sprintf("%s created %s, its Task deleted at %s", j.Name, j.CreationTimestamp.UTC().Format(time.TimeOnly), at.UTC().Format(time.TimeOnly)))
+			}
+		}
+		sort.Strings(late)
+		if len(late) > 0 {
+			t.Errorf("%d Job(s) created for Tasks being deleted:\n%s", len(late), strings.Join(late, "\n"))
+		}
+		figure(t, "%d Tasks (half retrying every ~2 s, half running forever) deleted one by one at random moments: all Tasks and Jobs gone %s after the last delete; %d Jobs seen, %d created after their Task's deletionTimestamp",
+			n, harness.Secs(gone), len(seen), len(late))
+	})
+}
