@@ -46,7 +46,10 @@ envtest-assets: ## Build (or reuse) etcd and kube-apiserver for the integration 
 	@hack/k8s-binaries.sh etcd kube-apiserver >/dev/null
 
 .PHONY: test
-test: vet verify-generated ## Run unit and integration tests (builds the API server on first use).
+test: test-integration test-e2e ## Run all tests: unit, integration (envtest) and end to end (builds the control plane on first use).
+
+.PHONY: test-integration
+test-integration: vet verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop).
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./... -count=1
 
 .PHONY: build
