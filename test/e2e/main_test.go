@@ -7,10 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,17 +76,7 @@ func runMain(m *testing.M) (code int) {
 		})
 	}
 	defer teardown()
-	// Ctrl-C or a kill of the test binary still stops what we started. (A
-	// `go test -timeout` panic does not run this; the operator dies with the
-	// test process on Linux, and the next run restarts the cluster.)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		s := <-sigs
-		logf("got %v: cleaning up", s)
-		teardown()
-		os.Exit(130)
-	}()
+	harness.CleanupOnSignal(logf, teardown)
 
 	// The parallel tests mostly wait on the cluster: run them all at once
 	// unless -parallel says otherwise (its default is GOMAXPROCS).

@@ -7,9 +7,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -217,4 +219,19 @@ func BuildManager(root, out string) error {
 		return fmt.Errorf("go build ./cmd/manager: %w\n%s", err, b)
 	}
 	return nil
+}
+
+// CleanupOnSignal runs teardown and exits 130 when the test binary gets
+// Ctrl-C or a kill, so what a suite started is still stopped. (A `go test
+// -timeout` panic does not run it; the operator dies with the test process
+// on Linux, and the next run restarts the cluster.)
+func CleanupOnSignal(logf func(format string, args ...any), teardown func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		sig := <-sigs
+		logf("got %v: cleaning up", sig)
+		teardown()
+		os.Exit(130)
+	}()
 }

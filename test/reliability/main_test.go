@@ -11,12 +11,10 @@ import (
 	"math/rand"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -130,14 +128,7 @@ func runMain(m *testing.M) (code int) {
 		})
 	}
 	defer teardown()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		sig := <-sigs
-		logf("got %v: cleaning up", sig)
-		teardown()
-		os.Exit(130)
-	}()
+	harness.CleanupOnSignal(logf, teardown)
 
 	mode := "full"
 	if e.fast {
