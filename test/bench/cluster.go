@@ -88,7 +88,11 @@ func upCluster(ctx context.Context, o *options, s clusterSettings) (*cluster, er
 	}
 	start := time.Now()
 	if _, err := clusterScript(ctx, o.root, o.clusterDir, env, o.log, "up"); err != nil {
-		return nil, fmt.Errorf("local-cluster.sh up (log above, or in %s): %w", o.logPath, err)
+		// An interrupted up may leave components behind; down finds them.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		_, _ = clusterScript(dctx, o.root, o.clusterDir, nil, o.log, "down")
+		return nil, fmt.Errorf("local-cluster.sh up (see %s): %w", o.logPath, err)
 	}
 	c := &cluster{root: o.root, dir: o.clusterDir, kubeconfig: filepath.Join(o.clusterDir, "kubeconfig"), settings: s}
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)

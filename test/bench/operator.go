@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -93,7 +94,7 @@ func startOperator(ctx context.Context, o *options, cl *cluster, s operatorSetti
 		logf.Close()
 		close(op.done)
 	}()
-	o.logf("operator started (pid %d, %s, log %s)", cmd.Process.Pid, s, rel(o.root, logPath))
+	o.logf("operator started (pid %d, %s, log %s)", cmd.Process.Pid, joinNonEmpty(" ", s.String(), strings.Join(o.opArgs, " ")), rel(o.root, logPath))
 	err = poll(ctx, 60*time.Second, 200*time.Millisecond, func() (bool, error) {
 		select {
 		case <-op.done:
