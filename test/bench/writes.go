@@ -82,6 +82,32 @@ func isEventsOrLeases(k string) bool { return k == "events" || k == "leases" }
 // controller writes jobs/status, a separate subresource).
 var operatorCoreResources = []string{"jobs", "tasks", "tasks/status"}
 
+// auditWrites adds to w what who wrote between two snapshots, from the
+// audit log: conflicts (events and leases apart), events, leases, and the
+// rest by resource.
+func auditWrites(cl *cluster, who actor, before, after writeSnap, w writeCount) (writeCount, error) {
+	counts, err := countAuditFile(cl.audit, before.at, after.at)
+	if err != nil {
+		return w, err
+	}
+	w.method = "audit log"
+	for k, v := range counts[who] {
+		switch {
+		case strings.HasPrefix(k, conflictPrefix):
+			if !isEventsOrLeases(strings.TrimPrefix(k, conflictPrefix)) {
+				w.conflicts += v
+			}
+		case k == "events":
+			w.events += v
+		case k == "leases":
+			w.leases += v
+		default:
+			w.core[k] += v
+		}
+	}
+	return w, nil
+}
+
 // operatorWrites counts the operator's writes between two snapshots.
 // benchWrites are the benchmark's own writes to the same resources in the
 // window (subtracted in metrics mode, where requests carry no author).
@@ -91,26 +117,7 @@ func operatorWrites(cl *cluster, before, after writeSnap, benchWrites map[string
 		w.reconciles = after.op.sum("controller_runtime_reconcile_total", nil) - before.op.sum("controller_runtime_reconcile_total", nil)
 	}
 	if cl.audit != "" {
-		counts, err := countAuditFile(cl.audit, before.at, after.at)
-		if err != nil {
-			return w, err
-		}
-		w.method = "audit log"
-		for k, v := range counts[actorOperator] {
-			switch {
-			case strings.HasPrefix(k, conflictPrefix):
-				if !isEventsOrLeases(strings.TrimPrefix(k, conflictPrefix)) {
-					w.conflicts += v
-				}
-			case k == "events":
-				w.events += v
-			case k == "leases":
-				w.leases += v
-			default:
-				w.core[k] += v
-			}
-		}
-		return w, nil
+		return auditWrites(cl, actorOperator, before, after, w)
 	}
 	w.method = "metrics"
 	d := diffMap(before.api.apiWrites(), after.api.apiWrites())
@@ -138,26 +145,7 @@ var cronJobControllerResources = []string{"jobs", "cronjobs", "cronjobs/status"}
 func cronJobWrites(ctx context.Context, cl *cluster, namespace string, before, after writeSnap) (writeCount, error) {
 	w := writeCount{core: map[string]float64{}}
 	if cl.audit != "" {
-		counts, err := countAuditFile(cl.audit, before.at, after.at)
-		if err != nil {
-			return w, err
-		}
-		w.method = "audit log"
-		for k, v := range counts[actorCronJob] {
-			switch {
-			case strings.HasPrefix(k, conflictPrefix):
-				if !isEventsOrLeases(strings.TrimPrefix(k, conflictPrefix)) {
-					w.conflicts += v
-				}
-			case k == "events":
-				w.events += v
-			case k == "leases":
-				w.leases += v
-			default:
-				w.core[k] += v
-			}
-		}
-		return w, nil
+		return auditWrites(cl, actorCronJob, before, after, w)
 	}
 	w.method = "metrics"
 	d := diffMap(before.api.apiWrites(), after.api.apiWrites())
