@@ -58,17 +58,27 @@ readonly POD_CIDR=10.244.0.0/16 # kwok hands out pod IPs from here; roomy for be
 # Controllers this project relies on. node-lifecycle removes the new node's
 # not-ready taint (nothing schedules without it); serviceaccount(-token) and
 # root-ca-certificate-publisher make service accounts and their tokens work;
-# ttl-after-finished honours Job.spec.ttlSecondsAfterFinished.
-readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller
+# ttl-after-finished honours Job.spec.ttlSecondsAfterFinished; the pod
+# garbage collector fails pods that can never run (say, created just before
+# their namespace began terminating), or such a namespace never goes away.
+readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller,pod-garbage-collector-controller
 
 KCM_QPS=${KCM_QPS:-20}
 KCM_BURST=${KCM_BURST:-30}
 NODE_PODS=${LOCAL_CLUSTER_NODE_PODS:-1000}
 TIMEOUT=${LOCAL_CLUSTER_TIMEOUT:-120}
+# An audit policy file (optional): the API server then logs what it asks for
+# to DIR/logs/audit.log (JSON lines). The benchmarks use it to count each
+# controller's writes exactly.
+AUDIT_POLICY=${LOCAL_CLUSTER_AUDIT_POLICY:-}
+if [ -n "$AUDIT_POLICY" ]; then
+  [ -f "$AUDIT_POLICY" ] || { printf 'local-cluster: error: LOCAL_CLUSTER_AUDIT_POLICY=%s: no such file\n' "$AUDIT_POLICY" >&2; exit 1; }
+  AUDIT_POLICY=$(cd "$(dirname "$AUDIT_POLICY")" && pwd)/$(basename "$AUDIT_POLICY")
+fi
 # The knobs a running cluster was started with, recorded in cluster.env: `up`
 # restarts a running cluster whose settings differ from those asked for, so a
 # benchmark asking for KCM_QPS=100 never measures a cluster left at 20.
-wanted_settings="kcm-qps=$KCM_QPS kcm-burst=$KCM_BURST node-pods=$NODE_PODS"
+wanted_settings="kcm-qps=$KCM_QPS kcm-burst=$KCM_BURST node-pods=$NODE_PODS audit=${AUDIT_POLICY:-none} controllers=$(printf %s "$KCM_CONTROLLERS" | cksum | cut -d' ' -f1)"
 
 log() { printf 'local-cluster: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -402,6 +412,11 @@ start_etcd() {
 }
 
 start_apiserver() {
+  local audit=()
+  if [ -n "$AUDIT_POLICY" ]; then
+    audit=(--audit-policy-file="$AUDIT_POLICY" --audit-log-path="$logs/audit.log"
+      --audit-log-format=json --audit-log-mode=blocking)
+  fi
   # --cert-dir keeps the API server from writing under /var/run/kubernetes.
   # --endpoint-reconciler-type=none: the reconciler refuses a loopback
   # advertise address, and nothing runs in-cluster to need the `kubernetes`
@@ -430,7 +445,8 @@ start_apiserver() {
     --service-account-key-file="$pki/sa.pub" \
     --service-account-signing-key-file="$pki/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-cluster-ip-range="$SERVICE_CIDR"
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    "${audit[@]}"
 }
 
 start_controller_manager() {
