@@ -28,6 +28,9 @@ import (
 // never a second Job for one attempt. A Job the API server refuses as
 // invalid makes the spec InvalidSpec, without retrying in a loop.
 func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, scheduled *time.Time) error {
+	if !p.r.leaseHeld() {
+		return errLeaseLapsed
+	}
 	job := jobs.Build(p.task, runID, attempt, scheduled, p.r.Jobs)
 	if token := p.consumedToken(); token != "" {
 		job.Annotations[v1alpha1.AnnotationRunNowToken] = token

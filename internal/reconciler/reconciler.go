@@ -7,6 +7,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -36,6 +37,29 @@ type TaskReconciler struct {
 	Clock clock.PassiveClock
 	// Jobs holds the images the Jobs run.
 	Jobs jobs.Options
+	// Lease, when set, tells whether this replica still holds its leader
+	// lease. A replica that was paused (or cut off) past its lease acts on
+	// a stale cache until client-go notices and the process exits; without
+	// the lease it must not start anything: a pass does nothing and looks
+	// again later. nil: no leader election.
+	Lease LeaseHolder
+}
+
+// LeaseHolder reports whether this replica may act as the leader right now.
+type LeaseHolder interface {
+	Held() bool
+}
+
+// leaseRecheck is how soon a pass that found the lease lapsed looks again:
+// by then the replica has either renewed it or exited.
+const leaseRecheck = time.Second
+
+// errLeaseLapsed stops a pass that found the lease lapsed before a write.
+var errLeaseLapsed = errors.New("the leader lease lapsed; not acting on a possibly stale cache")
+
+// leaseHeld reports whether this replica may write as the leader.
+func (r *TaskReconciler) leaseHeld() bool {
+	return r.Lease == nil || r.Lease.Held()
 }
 
 // +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks,verbs=get;list;watch;patch;delete
@@ -48,6 +72,10 @@ type TaskReconciler struct {
 
 // Reconcile brings one Task one step closer to what its spec asks.
 func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !r.leaseHeld() {
+		log.FromContext(ctx).V(1).Info(errLeaseLapsed.Error())
+		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+	}
 	task := &v1alpha1.Task{}
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
@@ -85,6 +113,10 @@ func onConflict(ctx context.Context, err error) (reconcile.Result, error) {
 func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
 	p := &pass{r: r, task: task, old: task.Status.DeepCopy(), now: r.Clock.Now()}
 	wake, runErr := p.run(ctx)
+	if errors.Is(runErr, errLeaseLapsed) {
+		log.FromContext(ctx).V(1).Info(errLeaseLapsed.Error())
+		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+	}
 
 	task.Status = computeStatus(task, p.outcome())
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
