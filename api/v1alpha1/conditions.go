@@ -57,6 +57,10 @@ const (
 	AttemptReplaced Reason = "Replaced"
 	// AttemptJobFailed: the Job failed for a reason the operator does not know.
 	AttemptJobFailed Reason = "JobFailed"
+	// AttemptJobDeleted: the attempt's Job was deleted (by someone other
+	// than the operator) before its run finished. It counts as a failed
+	// attempt; the next one, if maxRetry allows, starts at once.
+	AttemptJobDeleted Reason = "JobDeleted"
 )
 
 // Event reasons: one per decision the operator takes.
@@ -75,4 +79,7 @@ const (
 	EventJobsDeleted     Reason = "JobsDeleted"
 	EventTaskExpired     Reason = "TaskExpired"
 	EventCleanupFailed   Reason = "CleanupFailed"
+	// EventJobLabelsRestored: a child Job had lost the labels the operator
+	// finds its Jobs by; they were put back.
+	EventJobLabelsRestored Reason = "JobLabelsRestored"
 )

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,6 +55,10 @@ func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, sc
 			return fmt.Errorf("job %s/%s exists but is not controlled by this Task; delete or rename it", job.Namespace, job.Name)
 		}
 		job = existing
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace is being deleted: its Tasks go with it, and every
+		// retry would be refused the same way.
+		return errNamespaceTerminating
 	case apierrors.IsInvalid(err):
 		p.invalid = &problem{Reason: v1alpha1.ReasonInvalidSpec, Message: head("the API server refused the Job: "+err.Error(), maxMessage)}
 		return nil

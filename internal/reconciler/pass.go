@@ -51,6 +51,9 @@ func (p *pass) run(ctx context.Context) (time.Time, error) {
 	}
 	p.runs = runs.FromJobs(p.task.UID, jobList)
 	p.outputs = map[string]string{}
+	if err := p.findMissingAttempts(ctx); err != nil {
+		return time.Time{}, err
+	}
 
 	if p.invalid = p.validate(); p.invalid != nil {
 		p.steps = p.decideSteps()

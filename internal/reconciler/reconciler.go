@@ -57,6 +57,10 @@ const leaseRecheck = time.Second
 // errLeaseLapsed stops a pass that found the lease lapsed before a write.
 var errLeaseLapsed = errors.New("the leader lease lapsed; not acting on a possibly stale cache")
 
+// errNamespaceTerminating stops a pass whose Job the API server refused
+// because the namespace is being deleted.
+var errNamespaceTerminating = errors.New("the namespace is being deleted; starting nothing")
+
 // leaseHeld reports whether this replica may write as the leader.
 func (r *TaskReconciler) leaseHeld() bool {
 	return r.Lease == nil || r.Lease.Held()
@@ -113,9 +117,16 @@ func onConflict(ctx context.Context, err error) (reconcile.Result, error) {
 func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
 	p := &pass{r: r, task: task, old: task.Status.DeepCopy(), now: r.Clock.Now()}
 	wake, runErr := p.run(ctx)
-	if errors.Is(runErr, errLeaseLapsed) {
-		log.FromContext(ctx).V(1).Info(errLeaseLapsed.Error())
+	// Passes that must stand down write nothing.
+	switch {
+	case errors.Is(runErr, errLeaseLapsed):
+		log.FromContext(ctx).V(1).Info(runErr.Error())
 		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+	case errors.Is(runErr, errNamespaceTerminating):
+		// No requeue: the namespace controller deletes the Task, and that
+		// brings the next pass.
+		log.FromContext(ctx).V(1).Info(runErr.Error())
+		return reconcile.Result{}, nil
 	}
 
 	task.Status = computeStatus(task, p.outcome())

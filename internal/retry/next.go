@@ -86,7 +86,14 @@ func Next(run *runs.Run, p Policy, paused bool, now time.Time) Step {
 		return Step{Kind: Failed, Attempt: last.Number, At: last.Finished,
 			Reason: v1alpha1.ReasonRetriesExhausted, Message: exhausted(last.Number, why)}
 	}
-	at := last.Finished.Add(p.Delay(last.Number))
+	// A deleted Job gets no backoff: when it went is not recorded anywhere
+	// (its stand-in fails "now" on every pass), and someone deleted it on
+	// purpose, not because the work is flaky.
+	delay := p.Delay(last.Number)
+	if last.Reason == v1alpha1.AttemptJobDeleted {
+		delay = 0
+	}
+	at := last.Finished.Add(delay)
 	step := Step{Attempt: last.Number + 1, At: at, Reason: last.Reason, Message: why}
 	switch {
 	case paused:

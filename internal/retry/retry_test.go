@@ -144,6 +144,20 @@ func TestNext(t *testing.T) {
 			want: Step{Kind: Failed, Attempt: 1, At: failedAt, Reason: v1alpha1.ReasonNotRetryable, Message: "NotRetryable: exit code 2"},
 		},
 		{
+			name: "an attempt whose Job was deleted is retried at once, without backoff",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Failed, Reason: v1alpha1.AttemptJobDeleted, Message: "Job x was deleted", Finished: failedAt}}},
+			p:    policy(2, 10, 300, 2),
+			now:  failedAt,
+			want: Step{Kind: StartAttempt, Attempt: 2, At: failedAt, Reason: v1alpha1.AttemptJobDeleted, Message: "JobDeleted: Job x was deleted"},
+		},
+		{
+			name: "a deleted Job of the last allowed attempt fails the run",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Failed, Reason: v1alpha1.AttemptJobDeleted, Message: "Job x was deleted", Finished: failedAt}}},
+			p:    policy(0, 10, 300, 2),
+			now:  failedAt,
+			want: Step{Kind: Failed, Attempt: 1, At: failedAt, Reason: v1alpha1.ReasonRetriesExhausted, Message: "the only attempt failed: JobDeleted: Job x was deleted"},
+		},
+		{
 			name: "an attempt stopped for a start timeout counts as failed and is retried",
 			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Stopped, Reason: v1alpha1.AttemptStartTimeout, Message: "pod x did not start", Finished: failedAt}}},
 			p:    policy(1, 10, 300, 2),

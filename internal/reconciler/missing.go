@@ -1,0 +1,118 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
+)
+
+// findMissingAttempts looks for the Job of every attempt the stored status
+// records for a running run but the cache does not show. Usually the cache
+// is just behind; otherwise a user deleted the Job, or removed the labels
+// the operator's cache selects its Jobs by. The reactions, documented in
+// the README:
+//
+//   - The Job exists and this Task controls it: it is the attempt. Labels
+//     it lost are put back (one patch), so the cache sees it again.
+//   - The Job is gone (or another object controls a Job of that name): the
+//     attempt counts as failed with reason JobDeleted, and the retry policy
+//     decides; the next attempt starts at once, without backoff.
+//
+// Without this a run whose only Job vanished would have no Job to judge and
+// no step to take: the Task would wait for ever.
+func (p *pass) findMissingAttempts(ctx context.Context) error {
+	for _, rec := range p.old.History {
+		if rec.Result != v1alpha1.RunResultRunning || rec.Attempts < 1 {
+			continue
+		}
+		if run := findRun(p.runs, rec.RunID); run != nil && run.Latest().Number >= rec.Attempts {
+			continue
+		}
+		var scheduled *time.Time
+		if rec.ScheduledTime != nil {
+			scheduled = &rec.ScheduledTime.Time
+		}
+		name := jobs.Name(p.task, rec.RunID, rec.Attempts)
+		job := &batchv1.Job{}
+		err := p.r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}, job)
+		switch {
+		case err == nil && isControlledBy(job, p.task):
+			if err := p.restoreLabels(ctx, job, rec.RunID, rec.Attempts); err != nil {
+				return err
+			}
+			p.addAttempt(rec.RunID, scheduled, runs.AttemptOf(job, rec.Attempts))
+		case err == nil || apierrors.IsNotFound(err):
+			p.addAttempt(rec.RunID, scheduled, deletedAttempt(rec, name, p.now))
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// deletedAttempt stands in for an attempt whose Job is gone. It failed
+// "now": when the Job went is not known, and nothing waits on the time
+// (a JobDeleted attempt has no backoff).
+func deletedAttempt(rec v1alpha1.RunRecord, jobName string, now time.Time) runs.Attempt {
+	a := runs.Attempt{
+		Number:     rec.Attempts,
+		JobName:    jobName,
+		Phase:      runs.Failed,
+		Reason:     v1alpha1.AttemptJobDeleted,
+		Message:    fmt.Sprintf("Job %s was deleted before the run finished", jobName),
+		Created:    now,
+		Finished:   now,
+		Generation: rec.Generation,
+	}
+	if rec.StartTime != nil && rec.Attempts == 1 {
+		a.Created = rec.StartTime.Time
+	}
+	return a
+}
+
+// restoreLabels puts back the labels the operator finds its Jobs by, when
+// a user removed or changed them. Other labels are left as they are.
+func (p *pass) restoreLabels(ctx context.Context, job *batchv1.Job, runID string, attempt int32) error {
+	want := jobs.Build(p.task, runID, attempt, nil, p.r.Jobs).Labels
+	missing := map[string]string{}
+	for k, v := range want {
+		if job.Labels[k] != v {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return nil // the cache was only behind
+	}
+	if !p.r.leaseHeld() {
+		return errLeaseLapsed
+	}
+	patch := map[string]any{"metadata": map[string]any{"labels": missing}}
+	if err := p.r.Client.Patch(ctx, job, ctrl.RawPatch(mergePatchType, mustJSON(patch))); err != nil {
+		return ctrl.IgnoreNotFound(err)
+	}
+	if job.Labels == nil {
+		job.Labels = map[string]string{}
+	}
+	maps.Copy(job.Labels, missing)
+	log.FromContext(ctx).Info("restored the labels of a child Job", "job", job.Name, "labels", missing)
+	p.r.event(p.task, job, eventNormal, v1alpha1.EventJobLabelsRestored, "RestoreLabels",
+		fmt.Sprintf("Job %s had lost the operator's labels; they were put back", job.Name))
+	return nil
+}
+
+// isControlledBy reports whether the Task is the Job's controller.
+func isControlledBy(job *batchv1.Job, task *v1alpha1.Task) bool {
+	ref := metav1.GetControllerOf(job)
+	return ref != nil && ref.UID == task.UID
+}
