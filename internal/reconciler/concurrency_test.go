@@ -121,8 +121,12 @@ func TestDecisionsAreRecordedAsEvents(t *testing.T) {
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "x"))
 	waitTask(t, task, "phase Retrying", phaseIs(v1alpha1.PhaseRetrying))
+	// The retry's Job gets an AttemptCreated event (a run's first Job none).
+	fakeClock.Step(11 * time.Second)
+	poke(t, task)
+	waitJobs(t, task, 2)
 
-	want := []v1alpha1.Reason{v1alpha1.EventAttemptCreated, v1alpha1.EventAttemptFailed, v1alpha1.EventRetryScheduled}
+	want := []v1alpha1.Reason{v1alpha1.EventAttemptFailed, v1alpha1.EventRetryScheduled, v1alpha1.EventAttemptCreated}
 	eventually(t, "the events", func() (bool, string) {
 		var list eventsv1.EventList
 		if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {

@@ -43,9 +43,16 @@ func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, sc
 		if scheduled != nil && attempt == 1 {
 			metrics.ScheduleDelay.Observe(p.now.Sub(*scheduled).Seconds())
 		}
+		p.created++
 		log.FromContext(ctx).Info("created Job", "job", job.Name, "run", runID, "attempt", attempt)
-		p.r.event(p.task, job, eventNormal, v1alpha1.EventAttemptCreated, "CreateJob",
-			fmt.Sprintf("run %s: attempt %d started as Job %s", runID, attempt, job.Name))
+		// A run's first Job shows in the Task's status and Job list; an
+		// event for it would cost every run a request (a burst or a cron
+		// slot of 1000 Tasks: 1000 more requests while Jobs wait to start).
+		// A retry is worth one.
+		if attempt > 1 {
+			p.r.event(p.task, job, eventNormal, v1alpha1.EventAttemptCreated, "CreateJob",
+				fmt.Sprintf("run %s: attempt %d started as Job %s", runID, attempt, job.Name))
+		}
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
 		if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {

@@ -54,6 +54,7 @@ func (p *pass) findMissingAttempts(ctx context.Context) error {
 			p.addAttempt(rec.RunID, scheduled, runs.AttemptOf(job, rec.Attempts))
 		case err == nil || apierrors.IsNotFound(err):
 			p.addAttempt(rec.RunID, scheduled, deletedAttempt(rec, name, p.now))
+			p.deletedJobs++
 		default:
 			return err
 		}

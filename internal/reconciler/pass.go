@@ -39,6 +39,11 @@ type pass struct {
 	outputs map[string]string
 	// expired: a finished one-shot Task past its ttlSecondsAfterFinished.
 	expired bool
+	// created counts the Jobs this pass created (not found existing).
+	created int
+	// deletedJobs counts the attempts whose Job a user deleted, found by
+	// this pass (see findMissingAttempts).
+	deletedJobs int
 }
 
 // run observes, decides and acts. It returns when the Task next needs a
@@ -216,6 +221,21 @@ func (p *pass) checkTTL(wake *earliest) {
 		return
 	}
 	wake.add(at)
+}
+
+// recordLater reports whether the status write (and the events compared
+// from it) can wait for the next pass. A pass that created Jobs is followed
+// by the pass their create events bring, which records them from the same
+// Jobs; meanwhile the next Task's Job is created first. In a burst or a cron
+// slot of many Tasks every Job exists sooner, and a Job that finished by
+// then costs one status write instead of two. It is safe for the same
+// reason a status write lost in a crash is: the Job names make a second Job
+// for one attempt impossible, and the Jobs carry everything this pass
+// decided - except two things only this pass knows, so those are written
+// now: attempts whose Job was deleted, and cron slots missed in downtime.
+func (p *pass) recordLater() bool {
+	missed := p.plan.Slots != nil && p.plan.Slots.Missed > 0
+	return p.created > 0 && p.deletedJobs == 0 && !missed && !p.expired
 }
 
 func (p *pass) outcome() outcome {

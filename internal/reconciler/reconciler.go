@@ -129,6 +129,9 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return reconcile.Result{}, nil
 	}
 
+	if runErr == nil && p.recordLater() {
+		return requeueAt(wake, p.now), nil
+	}
 	task.Status = computeStatus(task, p.outcome())
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		return onConflict(ctx, err)

@@ -163,7 +163,15 @@ func TestS07NamespaceDeletion(t *testing.T) {
 			t.Errorf("%d Jobs for Task %s run %s attempt %s: %v", len(js), k.Task, k.Run, k.Attempt, js)
 		}
 		log := op.Log()[logOffset:]
-		refused := bytes.Count(log, []byte("because it is being terminated"))
+		refused, retried := 0, 0
+		for _, line := range bytes.Split(log, []byte("\n")) {
+			if bytes.Contains(line, []byte("because it is being terminated")) {
+				refused++
+				if bytes.Contains(line, []byte("Reconciler error")) {
+					retried++
+				}
+			}
+		}
 		if !op.Alive() {
 			t.Errorf("the operator exited: %v", op.ExitErr())
 		}
@@ -171,11 +179,14 @@ func TestS07NamespaceDeletion(t *testing.T) {
 			t.Logf("%d pod(s) created just before the namespace went could never be bound (the binding is refused in a terminating namespace) and kept their job-tracking finalizer; the test failed them as kube-controller-manager's pod-garbage-collector-controller would, which hack/local-cluster.sh does not run: without it the namespace never goes (pods are deleted first): %v",
 				len(stoodIn), sortedNames(stoodIn))
 		}
-		if refused > 0 {
-			t.Logf("the operator tried %d times to create Jobs (or events) in the terminating namespace before the namespace controller deleted the Tasks; the API server refused each (NamespaceLifecycle), each logged as a Reconciler error and retried with backoff", refused)
+		// A Job create refused there stops the pass quietly (no error, no
+		// retry); what the log may still show are events the API server
+		// refused, which the event broadcaster drops.
+		if retried > 0 {
+			t.Errorf("%d Reconciler errors for writes refused in the terminating namespace: the operator retries what can never succeed", retried)
 		}
-		figure(t, "namespace with %d Tasks (%d pods running forever, %d retrying with a 3 s backoff, %d pods stuck Pending, %d finished, %d not yet seen) deleted in %s (its Tasks gone after %s; %d unbindable pods failed by the test standing in for the pod GC); %d Jobs seen, 0 created after the deletion began; %d operator requests refused with \"being terminated\" (attempted writes into the terminating namespace)",
-			total, groups[0].n, groups[1].n, groups[2].n, groups[3].n, fresh, harness.Secs(gone), harness.Secs(tasksGone), len(stoodIn), len(seen), refused)
+		figure(t, "namespace with %d Tasks (%d pods running forever, %d retrying with a 3 s backoff, %d pods stuck Pending, %d finished, %d not yet seen) deleted in %s (its Tasks gone after %s; %d unbindable pods failed by the test standing in for the pod GC); %d Jobs seen, 0 created after the deletion began; %d operator writes refused with \"being terminated\" logged (%d of them Reconciler errors, retried)",
+			total, groups[0].n, groups[1].n, groups[2].n, groups[3].n, fresh, harness.Secs(gone), harness.Secs(tasksGone), len(stoodIn), len(seen), refused, retried)
 		if gone > 60*time.Second {
 			t.Errorf("the namespace took %s to go, more than a minute", harness.Secs(gone))
 		}
