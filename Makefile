@@ -74,10 +74,11 @@ test-reliability-fast: ## The fast subset of the reliability scenarios (~4 min).
 	RELIABILITY_FAST=1 go test -tags reliability ./test/reliability/ -count=1 -timeout 20m -v
 
 BENCH_N ?= 1000
+BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: quick, ~10 min).
-	go run ./test/bench -n $(BENCH_N)
+bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: quick, ~10 min; BENCH_ARGS= adds flags).
+	go run ./test/bench -n $(BENCH_N) $(BENCH_ARGS)
 
 ##@ Running
 

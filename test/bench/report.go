@@ -140,7 +140,7 @@ func (rs *results) render() string {
 	fmt.Fprintf(&b, "machine:  %d CPUs (%s), %.1f GiB RAM, %s, %s; Kubernetes %s local control plane with a kwok node; load average %s at start, %s at end\n",
 		m.cpus, m.model, m.memGiB, m.kernel, m.goVersion, orNA(o.serverVersion), m.loadAtStart, loadAverage())
 	fmt.Fprintf(&b, "settings: N=%d, %d repeat(s); B0: %d goroutines, no client-side limit, Jobs of the operator's shape (jobs.Build) that the Job controller ignores (spec.managedBy); "+
-		"burst/idle/memory: kube-controller-manager --kube-api-qps=%d --kube-api-burst=%d (raised so Jobs finish fast), operator defaults (no client-side limit, 4 concurrent reconciles); "+
+		"burst/idle/memory: kube-controller-manager --kube-api-qps=%d --kube-api-burst=%d (raised so Jobs finish fast), operator defaults (no client-side limit, 32 concurrent reconciles); "+
 		"cron: kube-controller-manager %d/%d (its defaults), one slot, schedule \"M H * * *\" naming the slot; idle window %s; writes counted from %s\n",
 		n, len(rs.reps), o.workers, o.fastQPS, o.fastBurst, equalQPS, equalBurst, o.idleWindow, rs.writeMethod())
 	if len(o.opArgs) > 0 {
