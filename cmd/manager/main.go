@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,9 +23,13 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/leader"
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/reconciler"
 )
+
+// leaseName is the leader election Lease.
+const leaseName = "task-operator.batch.taskops.io"
 
 // Leader election needs its Lease, in the operator's own namespace only.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=task-operator-system
@@ -52,7 +57,7 @@ func parseFlags() options {
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	flag.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
 	flag.StringVar(&o.runnerImage, "runner-image", "ghcr.io/taskops/task-operator:latest", "image holding /task-runner, run by http Tasks (the shipped Deployment sets it to its own image)")
-	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 4, "Tasks reconciled in parallel")
+	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "Tasks reconciled in parallel (each pass mostly waits on the API server, so many are cheap)")
 	flag.Float64Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, shared by all resource types; 0 means no client-side limit (API Priority and Fairness protects the server)")
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -91,19 +96,50 @@ func run(o options) error {
 		return err
 	}
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:        o.probeAddr,
-		PprofBindAddress:              o.pprofAddr,
-		LeaderElection:                o.leaderElect,
-		LeaderElectionID:              "task-operator.batch.taskops.io",
-		LeaderElectionNamespace:       o.leaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         reconciler.CacheOptions(),
-	})
+	mgrOpts := ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+		PprofBindAddress:       o.pprofAddr,
+		Cache:                  reconciler.CacheOptions(),
+	}
+	// With leader election the manager gets a Lease lock built here, wrapped
+	// so the reconciler can tell whether the lease is still held (see
+	// internal/leader): a replica resumed after a pause past its lease must
+	// not act on its stale cache in the seconds before client-go notices.
+	var lease *leader.Lock
+	var leaseLock *resourcelock.LeaseLock
+	if o.leaderElect {
+		ns, err := leader.Namespace(o.leaderElectionNamespace)
+		if err != nil {
+			return err
+		}
+		if leaseLock, err = leader.NewLeaseLock(cfg, ns, leaseName, leader.RenewDeadline); err != nil {
+			return fmt.Errorf("leader election lock: %w", err)
+		}
+		if lease, err = leader.NewLock(leaseLock, leader.RenewDeadline, clock.RealClock{}); err != nil {
+			return err
+		}
+		leaseDuration, renewDeadline, retryPeriod := leader.LeaseDuration, leader.RenewDeadline, leader.RetryPeriod
+		mgrOpts.LeaderElection = true
+		mgrOpts.LeaderElectionResourceLockInterface = lease
+		// Ignored by the manager once it is given a lock, but they name the
+		// same Lease.
+		mgrOpts.LeaderElectionID = leaseName
+		mgrOpts.LeaderElectionNamespace = ns
+		mgrOpts.LeaseDuration = &leaseDuration
+		mgrOpts.RenewDeadline = &renewDeadline
+		mgrOpts.RetryPeriod = &retryPeriod
+		mgrOpts.LeaderElectionReleaseOnCancel = true
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if leaseLock != nil {
+		// The elector's events ("became leader", "stopped leading") as
+		// controller-runtime records them: core/v1 events on the Lease.
+		leaseLock.LockConfig.EventRecorder = mgr.GetEventRecorderFor(leaseLock.Identity()) //nolint:staticcheck // as controller-runtime's own lock; the elector takes the old API only
 	}
 
 	r := &reconciler.TaskReconciler{
@@ -112,6 +148,9 @@ func run(o options) error {
 		Recorder:  mgr.GetEventRecorder("task-operator"),
 		Clock:     clock.RealClock{},
 		Jobs:      jobs.Options{ShellImage: o.shellImage, RunnerImage: o.runnerImage},
+	}
+	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
+		r.Lease = lease
 	}
 	ctx := ctrl.SetupSignalHandler()
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.maxConcurrent}); err != nil {

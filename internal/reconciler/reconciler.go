@@ -133,6 +133,11 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return requeueAt(wake, p.now), nil
 	}
 	task.Status = computeStatus(task, p.outcome())
+	if !r.leaseHeld() {
+		// Paused past the lease during this pass: the status patch would
+		// be refused anyway if stale (optimistic locking); do not send it.
+		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		return onConflict(ctx, err)
 	}
