@@ -36,9 +36,15 @@ func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, sc
 	if token := p.consumedToken(); token != "" {
 		job.Annotations[v1alpha1.AnnotationRunNowToken] = token
 	}
+	if created := p.r.recent.get(ctrl.ObjectKeyFromObject(job), p.now); created != nil {
+		// Created by an earlier pass of this process; not in the cache yet.
+		p.addAttempt(runID, scheduled, runs.AttemptOf(created, attempt))
+		return nil
+	}
 	err := p.r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
+		p.r.recent.add(job, p.now)
 		metrics.AttemptsTotal.WithLabelValues(string(p.task.Spec.Type), "started").Inc()
 		if scheduled != nil && attempt == 1 {
 			metrics.ScheduleDelay.Observe(p.now.Sub(*scheduled).Seconds())

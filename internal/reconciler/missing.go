@@ -44,8 +44,13 @@ func (p *pass) findMissingAttempts(ctx context.Context) error {
 			scheduled = &rec.ScheduledTime.Time
 		}
 		name := jobs.Name(p.task, rec.RunID, rec.Attempts)
+		key := ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}
+		if created := p.r.recent.get(key, p.now); created != nil {
+			p.addAttempt(rec.RunID, scheduled, runs.AttemptOf(created, rec.Attempts))
+			continue
+		}
 		job := &batchv1.Job{}
-		err := p.r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}, job)
+		err := p.r.APIReader.Get(ctx, key, job)
 		switch {
 		case err == nil && isControlledBy(job, p.task):
 			if err := p.restoreLabels(ctx, job, rec.RunID, rec.Attempts); err != nil {

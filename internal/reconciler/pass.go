@@ -54,6 +54,7 @@ func (p *pass) run(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	p.r.recent.seen(jobList)
 	p.runs = runs.FromJobs(p.task.UID, jobList)
 	p.outputs = map[string]string{}
 	if err := p.findMissingAttempts(ctx); err != nil {

@@ -43,6 +43,10 @@ type TaskReconciler struct {
 	// the lease it must not start anything: a pass does nothing and looks
 	// again later. nil: no leader election.
 	Lease LeaseHolder
+
+	// recent holds the Jobs this process created that the cache may not
+	// show yet.
+	recent recentJobs
 }
 
 // LeaseHolder reports whether this replica may act as the leader right now.

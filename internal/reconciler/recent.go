@@ -1,0 +1,66 @@
+package reconciler
+
+import (
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// recentTTL bounds how long a created Job is remembered: the cache shows a
+// new Job within milliseconds, so an entry older than this is stale.
+const recentTTL = time.Minute
+
+// recentJobs remembers the Jobs this process created until the cache shows
+// them. A pass that runs right after the one that created a Job (say, for
+// the Task update the finalizer patch caused) may not see the Job in the
+// cache yet; without this it would try to create it again, which the API
+// server refuses (AlreadyExists) at the cost of two requests. It is only a
+// shortcut: after a restart the deterministic names still prevent a
+// second Job.
+type recentJobs struct {
+	mu   sync.Mutex
+	jobs map[types.NamespacedName]recentJob
+}
+
+type recentJob struct {
+	job *batchv1.Job
+	at  time.Time
+}
+
+func (r *recentJobs) add(job *batchv1.Job, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.jobs == nil {
+		r.jobs = map[types.NamespacedName]recentJob{}
+	}
+	r.jobs[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] = recentJob{job: job, at: now}
+}
+
+// get returns a Job created less than recentTTL ago, or nil.
+func (r *recentJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.jobs[key]
+	if !ok {
+		return nil
+	}
+	if now.Sub(e.at) > recentTTL || now.Before(e.at) {
+		delete(r.jobs, key)
+		return nil
+	}
+	return e.job
+}
+
+// seen forgets Jobs the cache now shows.
+func (r *recentJobs) seen(jobs []batchv1.Job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.jobs) == 0 {
+		return
+	}
+	for i := range jobs {
+		delete(r.jobs, types.NamespacedName{Namespace: jobs[i].Namespace, Name: jobs[i].Name})
+	}
+}
