@@ -91,14 +91,25 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if !task.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, task)
 	}
-	if !controllerutil.ContainsFinalizer(task, v1alpha1.Finalizer) {
-		base := task.DeepCopy()
-		controllerutil.AddFinalizer(task, v1alpha1.Finalizer)
-		if err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
-			return onConflict(ctx, err)
-		}
-	}
 	return r.reconcileNormal(ctx, task)
+}
+
+// addFinalizer adds the cleanup finalizer, right before a Task's first
+// status write. Not earlier: a new Task's first Job is created first, so
+// in a burst the Jobs do not wait behind a finalizer patch each. Until
+// then a deleted Task needs no cleanup of its own: its Jobs carry its
+// controller reference, so the garbage collector deletes them and their
+// pods (in the background), which is what the finalizer does too.
+func (r *TaskReconciler) addFinalizer(ctx context.Context, task *v1alpha1.Task) error {
+	if controllerutil.ContainsFinalizer(task, v1alpha1.Finalizer) {
+		return nil
+	}
+	status := task.Status // the patch response overwrites it
+	base := task.DeepCopy()
+	controllerutil.AddFinalizer(task, v1alpha1.Finalizer)
+	err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{}))
+	task.Status = status
+	return err
 }
 
 // conflictRetry is how soon a pass that lost an optimistic-lock race runs
@@ -141,6 +152,9 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		// Paused past the lease during this pass: the status patch would
 		// be refused anyway if stale (optimistic locking); do not send it.
 		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+	}
+	if err := r.addFinalizer(ctx, task); err != nil {
+		return onConflict(ctx, err)
 	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		return onConflict(ctx, err)
