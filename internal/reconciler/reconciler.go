@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -202,7 +203,9 @@ func requeueAt(wake, now time.Time) reconcile.Result {
 		// ever becoming a hot loop.
 		d = time.Second
 	}
-	return reconcile.Result{RequeueAfter: d}
+	// A wake-up starts work (a slot, a retry): the default priority, not
+	// the one of the Job event that may have brought this pass.
+	return reconcile.Result{RequeueAfter: d, Priority: ptr.To(startPriority)}
 }
 
 // ownedJobsIndex indexes Jobs by the UID of their controller.

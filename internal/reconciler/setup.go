@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -135,7 +136,8 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("task").
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
-		Owns(&batchv1.Job{}).
+		// As Owns(&batchv1.Job{}) would, at a lower priority (priority.go).
+		Watches(&batchv1.Job{}, recordingHandler{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}).
 		WithOptions(opts).
 		Complete(r)
 }
