@@ -48,6 +48,9 @@ type TaskReconciler struct {
 	// recent holds the Jobs this process created that the cache may not
 	// show yet.
 	recent recentJobs
+	// written holds each Task as this process's last status write left it,
+	// until the cache shows it.
+	written ownWrites
 }
 
 // LeaseHolder reports whether this replica may act as the leader right now.
@@ -89,6 +92,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
+	task = r.written.latest(task)
 	if !task.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, task)
 	}
@@ -155,9 +159,11 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
 	}
 	if err := r.addFinalizer(ctx, task); err != nil {
+		r.written.forget(task.UID)
 		return onConflict(ctx, err)
 	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
+		r.written.forget(task.UID)
 		return onConflict(ctx, err)
 	}
 	p.reportTransitions()
@@ -179,7 +185,11 @@ func (r *TaskReconciler) writeStatus(ctx context.Context, task *v1alpha1.Task, o
 	}
 	base := task.DeepCopy()
 	base.Status = *old
-	return r.Client.Status().Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{}))
+	if err := r.Client.Status().Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.written.record(task, r.Clock.Now())
+	return nil
 }
 
 // expire deletes a finished one-shot Task whose ttlSecondsAfterFinished

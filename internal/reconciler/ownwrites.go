@@ -1,0 +1,97 @@
+package reconciler
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// ownWritesTTL bounds how long a write is remembered: the cache shows it
+// within milliseconds, and an entry for a Task no pass looks at again must
+// not stay for good.
+const ownWritesTTL = 30 * time.Second
+
+// ownWrites remembers the last status write per Task until the cache shows
+// it. Job events bring passes for a Task right after its status write; if
+// the cache still holds the Task from before that write, the pass computes
+// the status from outdated data and its patch is refused (409 Conflict):
+// a wasted request and a requeue. Starting from the Task as the write left
+// it avoids that. It is only a shortcut: the optimistic lock still guards
+// every write, and a refused one makes the next pass use the cache.
+type ownWrites struct {
+	mu sync.Mutex
+	m  map[types.UID]ownWrite
+}
+
+type ownWrite struct {
+	task *v1alpha1.Task // as the status patch returned it
+	at   time.Time
+}
+
+// record remembers task, as a successful status write returned it.
+func (w *ownWrites) record(task *v1alpha1.Task, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[types.UID]ownWrite{}
+	}
+	for uid, e := range w.m {
+		if now.Sub(e.at) > ownWritesTTL || now.Before(e.at) {
+			delete(w.m, uid)
+		}
+	}
+	w.m[task.UID] = ownWrite{task: task.DeepCopy(), at: now}
+}
+
+// forget drops what is remembered of a Task (after a refused write).
+func (w *ownWrites) forget(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.m, uid)
+}
+
+// latest returns the Task a pass should start from: the cached one, or
+// the one the last status write returned when the cache is only behind it.
+// The cache counts as behind when everything a pass acts on - generation
+// (spec), labels, annotations (run-now), finalizers, deletion - is the same
+// in both; then the only difference can be the status this process wrote.
+// If the cache is in fact ahead (say, another writer changed the status),
+// the optimistic lock refuses the write and the next pass uses the cache.
+func (w *ownWrites) latest(cached *v1alpha1.Task) *v1alpha1.Task {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.m[cached.UID]
+	if !ok {
+		return cached
+	}
+	mine := e.task
+	switch {
+	case mine.ResourceVersion == cached.ResourceVersion:
+		delete(w.m, cached.UID) // the cache caught up
+		return cached
+	case mine.Generation != cached.Generation ||
+		!maps.Equal(mine.Labels, cached.Labels) ||
+		!maps.Equal(mine.Annotations, cached.Annotations) ||
+		!equalStrings(mine.Finalizers, cached.Finalizers) ||
+		!mine.DeletionTimestamp.Equal(cached.DeletionTimestamp):
+		delete(w.m, cached.UID) // changed since: the cache is newer
+		return cached
+	}
+	return mine.DeepCopy()
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,68 @@
+package reconciler
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+func TestOwnWrites(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	task := func(rv string, gen int64, phase v1alpha1.TaskPhase) *v1alpha1.Task {
+		return &v1alpha1.Task{
+			ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: rv, Generation: gen, Annotations: map[string]string{"a": "1"}},
+			Status:     v1alpha1.TaskStatus{Phase: phase},
+		}
+	}
+	written := task("20", 1, v1alpha1.PhaseRunning)
+	cases := []struct {
+		name    string
+		record  bool
+		at      time.Time
+		cached  *v1alpha1.Task
+		wantRV  string
+		changes func(*v1alpha1.Task)
+	}{
+		{name: "nothing written: the cached Task", cached: task("10", 1, v1alpha1.PhasePending), wantRV: "10"},
+		{name: "a cache behind the write: the written Task", record: true, at: t0, cached: task("10", 1, v1alpha1.PhasePending), wantRV: "20"},
+		{name: "a cache that caught up: the cached Task", record: true, at: t0, cached: task("20", 1, v1alpha1.PhaseRunning), wantRV: "20"},
+		{name: "a spec edit since: the cached Task", record: true, at: t0, cached: task("30", 2, v1alpha1.PhaseRunning), wantRV: "30"},
+		{name: "a new annotation since (run-now): the cached Task", record: true, at: t0, cached: task("30", 1, v1alpha1.PhaseRunning), wantRV: "30",
+			changes: func(x *v1alpha1.Task) { x.Annotations["b"] = "2" }},
+		{name: "a deletion since: the cached Task", record: true, at: t0, cached: task("30", 1, v1alpha1.PhaseRunning), wantRV: "30",
+			changes: func(x *v1alpha1.Task) { x.DeletionTimestamp = &metav1.Time{Time: t0} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var w ownWrites
+			if c.record {
+				w.record(written, c.at)
+			}
+			if c.changes != nil {
+				c.changes(c.cached)
+			}
+			if got := w.latest(c.cached); got.ResourceVersion != c.wantRV {
+				t.Fatalf("resourceVersion %s, want %s", got.ResourceVersion, c.wantRV)
+			}
+		})
+	}
+}
+
+func TestOwnWritesAreForgottenAfterTheTTLAndOnConflict(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var w ownWrites
+	a := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "2"}}
+	b := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "b", ResourceVersion: "2"}}
+	w.record(a, t0)
+	w.record(b, t0.Add(ownWritesTTL+time.Second)) // purges a
+	if got := w.latest(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "1"}}); got.ResourceVersion != "1" {
+		t.Fatalf("a write older than the TTL was used")
+	}
+	w.forget("b")
+	if got := w.latest(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "b", ResourceVersion: "1"}}); got.ResourceVersion != "1" {
+		t.Fatalf("a forgotten write was used")
+	}
+}
