@@ -150,7 +150,15 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	}
 
 	if runErr == nil && p.recordLater() {
-		return requeueAt(wake, p.now), nil
+		res := requeueAt(wake, p.now)
+		if res.RequeueAfter > 0 {
+			// The queue merges a requeue with an item already waiting for
+			// the same Task, keeping the higher priority: the new Job's
+			// create event, queued to record it behind work to start, must
+			// not be raised to start priority by this requeue.
+			res.Priority = ptr.To(recordPriority)
+		}
+		return res, nil
 	}
 	task.Status = computeStatus(task, p.outcome())
 	if !r.leaseHeld() {
