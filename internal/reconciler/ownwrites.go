@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,22 +77,10 @@ func (w *ownWrites) latest(cached *v1alpha1.Task) *v1alpha1.Task {
 	case mine.Generation != cached.Generation ||
 		!maps.Equal(mine.Labels, cached.Labels) ||
 		!maps.Equal(mine.Annotations, cached.Annotations) ||
-		!equalStrings(mine.Finalizers, cached.Finalizers) ||
+		!slices.Equal(mine.Finalizers, cached.Finalizers) ||
 		!mine.DeletionTimestamp.Equal(cached.DeletionTimestamp):
 		delete(w.m, cached.UID) // changed since: the cache is newer
 		return cached
 	}
 	return mine.DeepCopy()
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
