@@ -64,7 +64,7 @@ func (p *pass) startAttempt(ctx context.Context, runID string, attempt int32, sc
 		if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
 			return err
 		}
-		if ref := metav1.GetControllerOf(existing); ref == nil || ref.UID != p.task.UID {
+		if !runs.ControlledBy(existing, p.task.UID) {
 			return fmt.Errorf("job %s/%s exists but is not controlled by this Task; delete or rename it", job.Namespace, job.Name)
 		}
 		job = existing

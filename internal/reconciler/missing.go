@@ -8,7 +8,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -52,7 +51,7 @@ func (p *pass) findMissingAttempts(ctx context.Context) error {
 		job := &batchv1.Job{}
 		err := p.r.APIReader.Get(ctx, key, job)
 		switch {
-		case err == nil && isControlledBy(job, p.task):
+		case err == nil && runs.ControlledBy(job, p.task.UID):
 			if err := p.restoreLabels(ctx, job, rec.RunID, rec.Attempts); err != nil {
 				return err
 			}
@@ -115,10 +114,4 @@ func (p *pass) restoreLabels(ctx context.Context, job *batchv1.Job, runID string
 	p.r.event(p.task, job, eventNormal, v1alpha1.EventJobLabelsRestored, "RestoreLabels",
 		fmt.Sprintf("Job %s had lost the operator's labels; they were put back", job.Name))
 	return nil
-}
-
-// isControlledBy reports whether the Task is the Job's controller.
-func isControlledBy(job *batchv1.Job, task *v1alpha1.Task) bool {
-	ref := metav1.GetControllerOf(job)
-	return ref != nil && ref.UID == task.UID
 }

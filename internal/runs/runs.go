@@ -85,7 +85,7 @@ func FromJobs(owner types.UID, jobs []batchv1.Job) []Run {
 	byID := map[string]*Run{}
 	for i := range jobs {
 		job := &jobs[i]
-		if !controlledBy(job, owner) {
+		if !ControlledBy(job, owner) {
 			continue
 		}
 		runID := job.Labels[v1alpha1.LabelRun]
@@ -206,7 +206,9 @@ func condition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobConditi
 	return nil
 }
 
-func controlledBy(job *batchv1.Job, owner types.UID) bool {
+// ControlledBy reports whether the object with UID owner is the Job's
+// controller: what makes a Job a Task's, whatever its name and labels.
+func ControlledBy(job *batchv1.Job, owner types.UID) bool {
 	ref := metav1.GetControllerOf(job)
 	return ref != nil && ref.UID == owner
 }
