@@ -69,6 +69,13 @@ var errLeaseLapsed = errors.New("the leader lease lapsed; not acting on a possib
 // because the namespace is being deleted.
 var errNamespaceTerminating = errors.New("the namespace is being deleted; starting nothing")
 
+// standDown ends a pass that found the lease lapsed: nothing written, a
+// look again once the replica has renewed its lease or exited.
+func standDown(ctx context.Context) (reconcile.Result, error) {
+	log.FromContext(ctx).V(1).Info(errLeaseLapsed.Error())
+	return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+}
+
 // leaseHeld reports whether this replica may write as the leader.
 func (r *TaskReconciler) leaseHeld() bool {
 	return r.Lease == nil || r.Lease.Held()
@@ -85,8 +92,7 @@ func (r *TaskReconciler) leaseHeld() bool {
 // Reconcile brings one Task one step closer to what its spec asks.
 func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if !r.leaseHeld() {
-		log.FromContext(ctx).V(1).Info(errLeaseLapsed.Error())
-		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+		return standDown(ctx)
 	}
 	task := &v1alpha1.Task{}
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
@@ -140,8 +146,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	// Passes that must stand down write nothing.
 	switch {
 	case errors.Is(runErr, errLeaseLapsed):
-		log.FromContext(ctx).V(1).Info(runErr.Error())
-		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+		return standDown(ctx)
 	case errors.Is(runErr, errNamespaceTerminating):
 		// No requeue: the namespace controller deletes the Task, and that
 		// brings the next pass.
@@ -164,7 +169,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if !r.leaseHeld() {
 		// Paused past the lease during this pass: the status patch would
 		// be refused anyway if stale (optimistic locking); do not send it.
-		return reconcile.Result{RequeueAfter: leaseRecheck}, nil
+		return standDown(ctx)
 	}
 	if err := r.addFinalizer(ctx, task); err != nil {
 		r.written.forget(task.UID)
