@@ -5,8 +5,9 @@
 #   hack/k8s-binaries.sh [NAME ...]     default: etcd kube-apiserver
 #
 # NAME is one of: etcd kube-apiserver kube-controller-manager kube-scheduler
-# kubectl kwok. Binaries are built from pinned Go modules (hack/k8s/go.mod for
-# Kubernetes and etcd, KWOK_VERSION below for kwok) into bin/k8s/<version>-r<rev>/, an
+# kubectl kubelet kwok crictl. Binaries are built from pinned Go modules
+# (hack/k8s/go.mod for Kubernetes and etcd, KWOK_VERSION and CRICTL_VERSION
+# below for kwok and crictl) into bin/k8s/<version>-r<rev>/, an
 # ignored folder, and reused on later runs; the Go build cache makes a rebuild
 # after `make clean` quick. When KUBEBUILDER_ASSETS names a folder that already
 # holds every requested binary, that folder is used and nothing is built.
@@ -16,6 +17,7 @@
 set -euo pipefail
 
 KWOK_VERSION=v0.8.0
+CRICTL_VERSION=v1.37.0 # the real node's CRI client, for cleaning pods up
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 k8s_version=$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$root/hack/k8s/go.mod")
@@ -49,16 +51,17 @@ build() { # build NAME: into $out/NAME, atomically so an interrupted build never
   local n=$1 pkg tmp
   case "$n" in
     etcd) pkg=go.etcd.io/etcd/server/v3 ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) pkg=k8s.io/kubernetes/cmd/$n ;;
-    kwok) pkg=kwok ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kubelet) pkg=k8s.io/kubernetes/cmd/$n ;;
+    kwok) pkg=sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION ;;
+    crictl) pkg=sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION ;;
     *) echo "k8s-binaries: unknown binary $n" >&2; return 2 ;;
   esac
   tmp="$out/.$n.tmp.$$"
   local start=$SECONDS
   echo "k8s-binaries: building $n (first build of kube-apiserver takes ~8 min on 2 cores)" >&2
-  if [ "$pkg" = kwok ]; then
-    GOBIN="$out/.kwok-gobin.$$" GOFLAGS=-mod=mod go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
-    mv "$out/.kwok-gobin.$$/kwok" "$tmp" && rmdir "$out/.kwok-gobin.$$"
+  if [[ $pkg == *@* ]]; then # a module of its own, installed at its pinned version
+    GOBIN="$out/.$n-gobin.$$" GOFLAGS=-mod=mod CGO_ENABLED=0 go install "$pkg" >&2
+    mv "$out/.$n-gobin.$$/$n" "$tmp" && rmdir "$out/.$n-gobin.$$"
   else
     (cd "$root/hack/k8s" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg") >&2
   fi

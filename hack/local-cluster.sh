@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # The project's local Kubernetes control plane: a real etcd, kube-apiserver,
-# kube-controller-manager and kube-scheduler, plus kwok playing the kubelet for
-# one fake node. `make demo`, `make run`, the end-to-end tests and the
-# benchmarks all use this one script.
+# kube-controller-manager and kube-scheduler, plus a node: a real one (a
+# kubelet with containerd and runc: pods run real containers) or a kwok node
+# (kwok plays the kubelet and simulates the pods, for scale), or both.
+# `make demo`, `make run`, the end-to-end tests and the benchmarks all use
+# this one script.
 #
 #   hack/local-cluster.sh up         [--dir DIR]   start (or reuse) the cluster
 #   hack/local-cluster.sh down       [--dir DIR]   stop everything it started
 #   hack/local-cluster.sh status     [--dir DIR]   exit 0 when up, 1 when not
 #   hack/local-cluster.sh kubeconfig [--dir DIR]   print the kubeconfig path (fails when down)
+#   hack/local-cluster.sh load-image [--dir DIR] ARCHIVE...
+#                                                  import OCI image archives (make image)
+#                                                  into the real node's containerd
+#   hack/local-cluster.sh start-kubelet [--dir DIR] start the real node's kubelet again
+#                                                  when it is not running (after a crash)
 #
 # `up` prints progress on stderr and one line on stdout,
 #   export KUBECONFIG=DIR/kubeconfig
@@ -29,8 +36,15 @@
 #   etcd/               etcd data
 #   kube-controller-manager/, kube-scheduler/   their self-signed serving certs
 #   kwok/               kwok's HOME
+#   node/               the real node: containerd, CNI and kubelet state and config
 #
 # Environment:
+#   LOCAL_CLUSTER_NODE          real | kwok | both | auto (default auto: real when
+#                               this machine can run it, else kwok, saying why).
+#                               The real node needs Linux, root and the Debian
+#                               packages hack/real-node-deps.sh installs (`up`
+#                               runs it); kwok is for scale (benchmarks,
+#                               thousands of pods) and for other machines.
 #   KCM_QPS, KCM_BURST          kube-controller-manager --kube-api-qps/--kube-api-burst
 #                               (default 20/30, the controller-manager's own defaults)
 #   LOCAL_CLUSTER_DIR           default for --dir
@@ -40,21 +54,55 @@
 #                               openssl when installed, else hack/local-cluster/ via go run)
 #   KUBEBUILDER_ASSETS          honoured by hack/k8s-binaries.sh
 #
-# Pods on the fake node are simulated by the kwok stages in hack/kwok/stages.yaml
-# (see hack/kwok/README.md): Job pods run for about a second and succeed unless
-# their annotations say otherwise.
+# Pods on the real node run for real: the images it has are the pause and
+# busybox:1.37 images `up` builds and imports, plus what `load-image` adds
+# (nothing is pulled; no registry is reachable). Pods on the kwok node are
+# simulated by the kwok stages in hack/kwok/stages.yaml (see
+# hack/kwok/README.md): Job pods run for about a second and succeed unless
+# their annotations say otherwise. Everything the cluster serves or advertises
+# is on this machine: loopback, and the real node's bridge (see
+# hack/real-node.sh).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly root
 
+# shellcheck source=hack/real-node.sh
+source "$root/hack/real-node.sh"
+
 NODE_NAME=kwok-node-0 # not readonly: cluster.env, sourced back, records it too
-# Start order; `down` stops them in reverse.
-readonly COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
-readonly BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+# Every component, in start order; `down` stops them in reverse. Which of
+# the node's run depends on NODE_MODE (components_for).
+readonly ALL_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok containerd kubelet)
 readonly SERVICE_CIDR=10.96.0.0/16
 readonly SERVICE_IP=10.96.0.1 # first address of SERVICE_CIDR: the `kubernetes` Service
-readonly POD_CIDR=10.244.0.0/16 # kwok hands out pod IPs from here; roomy for benchmarks
+# kwok hands out its simulated pods' IPs from here: loopback, so nothing
+# that dials one can leave the machine; roomy for benchmarks.
+readonly POD_CIDR=127.64.0.0/10
+# The kwok node's address, also on loopback: the API server dials "the
+# kubelet" there for logs and exec, and must never reach past the machine.
+readonly KWOK_NODE_IP=127.0.0.10
+
+NODE_MODE_ASKED=${LOCAL_CLUSTER_NODE:-auto}
+case "$NODE_MODE_ASKED" in real | kwok | both | auto) ;; *)
+  printf 'local-cluster: error: LOCAL_CLUSTER_NODE must be real, kwok, both or auto, not %s\n' "$NODE_MODE_ASKED" >&2; exit 1 ;;
+esac
+
+components_for() { # components_for MODE: the components a cluster of that node mode runs
+  local c=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+  case "$1" in
+    kwok) c+=(kwok) ;;
+    real) c+=(containerd kubelet) ;;
+    both) c+=(kwok containerd kubelet) ;;
+  esac
+  echo "${c[*]}"
+}
+binaries_for() { # binaries_for MODE: the Kubernetes binaries it needs
+  local b=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  [ "$1" = real ] || b+=(kwok)
+  [ "$1" = kwok ] || b+=(kubelet crictl)
+  echo "${b[*]}"
+}
 # Controllers this project relies on. node-lifecycle removes the new node's
 # not-ready taint (nothing schedules without it); serviceaccount(-token) and
 # root-ca-certificate-publisher make service accounts and their tokens work;
@@ -78,7 +126,7 @@ fi
 # The knobs a running cluster was started with, recorded in cluster.env: `up`
 # restarts a running cluster whose settings differ from those asked for, so a
 # benchmark asking for KCM_QPS=100 never measures a cluster left at 20.
-wanted_settings="kcm-qps=$KCM_QPS kcm-burst=$KCM_BURST node-pods=$NODE_PODS audit=${AUDIT_POLICY:-none} controllers=$(printf %s "$KCM_CONTROLLERS" | cksum | cut -d' ' -f1)"
+wanted_settings="node=$NODE_MODE_ASKED kcm-qps=$KCM_QPS kcm-burst=$KCM_BURST node-pods=$NODE_PODS audit=${AUDIT_POLICY:-none} controllers=$(printf %s "$KCM_CONTROLLERS" | cksum | cut -d' ' -f1)"
 
 log() { printf 'local-cluster: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -112,8 +160,9 @@ write_state() {
   {
     echo "# Written by hack/local-cluster.sh up; read by its other commands and free for callers to source."
     local v
-    for v in BIN_DIR ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT NODE_NAME KUBECONFIG_PATH SETTINGS; do
-      printf '%s=%q\n' "$v" "${!v}"
+    for v in BIN_DIR ETCD_PORT ETCD_PEER_PORT APISERVER_PORT APISERVER_HOST KCM_PORT SCHEDULER_PORT NODE_NAME KUBECONFIG_PATH SETTINGS \
+      NODE_MODE REAL_NODE_NAME BRIDGE_NAME BRIDGE_IP POD_SUBNET CGROUP_ROOT KUBELET_PORT KUBELET_HEALTHZ_PORT; do
+      printf '%s=%q\n' "$v" "${!v:-}"
     done
   } >"$state_env.tmp"
   mv "$state_env.tmp" "$state_env"
@@ -211,12 +260,15 @@ stray_pids() { # stray_pids: our components still running without a pid file (Li
     [[ $args == *"$dir/"* ]] || continue
     name=${args%% *}
     name=${name##*/}
-    case "$name" in etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok) echo "$p" ;; esac
+    case "$name" in etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | kubelet | containerd) echo "$p" ;; esac
   done
 }
 
 stop_all() {
-  # Clients first, so they do not spin on a vanished API server; etcd last.
+  # The real node first (its pods, then containerd, then what they left on
+  # the host), then clients, so they do not spin on a vanished API server;
+  # etcd last.
+  real_node_down
   stop_components kwok kube-scheduler kube-controller-manager
   stop_components kube-apiserver
   stop_components etcd
@@ -234,7 +286,7 @@ stop_all() {
 
 running_components() { # running_components: names of our live components
   local name
-  for name in "${COMPONENTS[@]}"; do
+  for name in "${ALL_COMPONENTS[@]}"; do
     pid_of "$name" >/dev/null && echo "$name"
   done
   return 0
@@ -273,15 +325,21 @@ pick_ports() { # pick_ports N: N distinct free ports, one a line
 
 # Client identities: file name, CN, O. kcm and scheduler get the identities the
 # bootstrap RBAC policy grants their roles to; kwok plays every kubelet and
-# needs wide access, so it is an admin like the user.
+# needs wide access, so it is an admin like the user. The real node's kubelet
+# is a node (the Node authorizer limits it to its own node and pods), and the
+# API server reaches kubelets (logs, exec) as an admin.
 readonly CLIENTS=(
   "admin kubernetes-admin system:masters"
   "kube-controller-manager system:kube-controller-manager -"
   "kube-scheduler system:kube-scheduler -"
   "kwok kwok system:masters"
+  "kubelet system:node:$REAL_NODE_NAME system:nodes"
+  "apiserver-kubelet-client kube-apiserver-kubelet-client system:masters"
 )
 readonly APISERVER_DNS=(localhost kubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local)
-readonly APISERVER_IPS=(127.0.0.1 "$SERVICE_IP")
+# The API server's addresses; `up` adds the real node's bridge address, where
+# it serves then so that pods reach it without kube-proxy.
+APISERVER_IPS=(127.0.0.1 "$SERVICE_IP")
 
 gen_pki() {
   local how=${LOCAL_CLUSTER_PKI:-}
@@ -375,7 +433,7 @@ kind: Config
 clusters:
 - name: local-cluster
   cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
+    server: https://$APISERVER_HOST:$APISERVER_PORT
     certificate-authority-data: $(b64 "$pki/ca.crt")
 users:
 - name: $user
@@ -426,10 +484,19 @@ start_apiserver() {
   # authentication and log an error every few seconds when it is missing. The
   # allowed name is one no certificate here carries, so no client can use
   # request headers to pose as another user.
+  # With a real node it serves on the bridge address (a local one), so that
+  # pods reach it without kube-proxy, and reaches the kubelet there with a
+  # client certificate (kubectl logs/exec).
+  local node_flags=()
+  if [ "$NODE_MODE" != kwok ]; then
+    node_flags=(--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt"
+      --kubelet-client-key="$pki/apiserver-kubelet-client.key"
+      --kubelet-preferred-address-types=InternalIP)
+  fi
   start_component kube-apiserver "$BIN_DIR/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-    --bind-address=127.0.0.1 \
-    --advertise-address=127.0.0.1 \
+    --bind-address="$APISERVER_HOST" \
+    --advertise-address="$APISERVER_HOST" \
     --endpoint-reconciler-type=none \
     --secure-port="$APISERVER_PORT" \
     --cert-dir="$dir/kube-apiserver" \
@@ -446,6 +513,7 @@ start_apiserver() {
     --service-account-signing-key-file="$pki/sa.key" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range="$SERVICE_CIDR" \
+    "${node_flags[@]}" \
     "${audit[@]}"
 }
 
@@ -488,16 +556,17 @@ start_kwok() {
   start_component kwok env HOME="$dir/kwok" "$BIN_DIR/kwok" \
     --kubeconfig="$pki/kwok.kubeconfig" \
     --config="$root/hack/kwok/stages.yaml" \
-    --manage-all-nodes=true \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --cidr="$POD_CIDR" \
     --node-lease-duration-seconds=40
 }
 
 create_node() {
   # kwok's node-initialize stage keeps the capacity and addresses set here.
-  # The InternalIP (becoming each pod's hostIP) is from TEST-NET-1 (RFC 5737),
-  # which is never routed, so nothing real answers if someone dials "the
-  # kubelet" (kubectl logs/exec have no kubelet to reach here).
+  # The InternalIP (becoming each pod's hostIP) is on loopback, where nothing
+  # answers as a kubelet (kubectl logs/exec of a simulated pod fail at once)
+  # and nothing can leave the machine.
   kc create -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Node
@@ -514,7 +583,7 @@ metadata:
     node-role.kubernetes.io/agent: ""
 status:
   addresses:
-  - {type: InternalIP, address: 192.0.2.10}
+  - {type: InternalIP, address: $KWOK_NODE_IP}
   - {type: Hostname, address: $NODE_NAME}
   allocatable: {cpu: "1000", memory: 1Ti, pods: "$NODE_PODS"}
   capacity: {cpu: "1000", memory: 1Ti, pods: "$NODE_PODS"}
@@ -563,7 +632,7 @@ default_sa_exists() { kc -n default get serviceaccount default; }
 cluster_up() { # cluster_up: every component running and the API server ready
   load_state || return 1
   local name
-  for name in "${COMPONENTS[@]}"; do pid_of "$name" >/dev/null || return 1; done
+  for name in $(components_for "${NODE_MODE:-kwok}"); do pid_of "$name" >/dev/null || return 1; done
   apiserver_ready
 }
 
@@ -603,7 +672,7 @@ up_failed() {
   exec 2>&8
   log "up failed; last log lines:"
   local name
-  for name in "${COMPONENTS[@]}"; do
+  for name in "${ALL_COMPONENTS[@]}"; do
     [ -s "$logs/$name.log" ] || continue
     printf '  --- %s\n' "$logs/$name.log" >&2
     tail -n 8 "$logs/$name.log" | sed 's/^/    /' >&2
@@ -630,30 +699,41 @@ cmd_up() {
     stop_all
   fi
   local t0=$SECONDS f entry name
-  BIN_DIR=$("$root/hack/k8s-binaries.sh" "${BINARIES[@]}") || die "could not get the Kubernetes binaries"
+  resolve_node_mode
+  # shellcheck disable=SC2046 # a list of names
+  BIN_DIR=$("$root/hack/k8s-binaries.sh" $(binaries_for "$NODE_MODE")) || die "could not get the Kubernetes binaries"
 
   # A fresh cluster each time: old etcd data, certs and component state go.
   rm -rf "$dir/etcd" "$pids" "$state_env" "$kubeconfig" "$dir"/kube-* "$dir/kwok"
   mkdir -p "$pids" "$logs"
   for f in "$logs"/*.log; do [ -f "$f" ] && mv "$f" "$f.prev"; done # keep one previous run
 
-  read -r -d '' ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT < <(pick_ports 5 && printf '\0') || true
-  [ -n "$SCHEDULER_PORT" ] || die "could not pick ports"
+  read -r -d '' ETCD_PORT ETCD_PEER_PORT APISERVER_PORT KCM_PORT SCHEDULER_PORT KUBELET_PORT KUBELET_HEALTHZ_PORT < <(pick_ports 7 && printf '\0') || true
+  [ -n "$KUBELET_HEALTHZ_PORT" ] || die "could not pick ports"
   KUBECONFIG_PATH=$kubeconfig
   SETTINGS=$wanted_settings
+  APISERVER_HOST=127.0.0.1
+  BRIDGE_NAME= BRIDGE_IP= POD_SUBNET= CGROUP_ROOT=
+  # Signals become an exit, so the EXIT trap cleans up after Ctrl-C or kill too.
+  trap up_failed EXIT
+  trap 'on_signal 130' INT
+  trap 'on_signal 143' TERM
+  trap 'on_signal 129' HUP
+  if [ "$NODE_MODE" != kwok ]; then
+    pick_bridge
+    APISERVER_HOST=$BRIDGE_IP
+    APISERVER_IPS+=("$BRIDGE_IP")
+    write_state # so a failed `up` below can be cleaned up by `down`
+    real_node_prepare
+  fi
   gen_pki
   for entry in "${CLIENTS[@]}"; do
     read -r name _ <<<"$entry"
     [ "$name" = admin ] || write_kubeconfig "$pki/$name.kubeconfig" "$name"
   done
   write_state
-  log "ports: etcd $ETCD_PORT (peer $ETCD_PEER_PORT), apiserver $APISERVER_PORT, controller-manager $KCM_PORT, scheduler $SCHEDULER_PORT"
+  log "ports: etcd $ETCD_PORT (peer $ETCD_PEER_PORT), apiserver $APISERVER_HOST:$APISERVER_PORT, controller-manager $KCM_PORT, scheduler $SCHEDULER_PORT"
 
-  # Signals become an exit, so the EXIT trap cleans up after Ctrl-C or kill too.
-  trap up_failed EXIT
-  trap 'on_signal 130' INT
-  trap 'on_signal 143' TERM
-  trap 'on_signal 129' HUP
   start_etcd
   started+=(etcd)
   wait_for "etcd on port $ETCD_PORT" etcd_healthy
@@ -667,10 +747,17 @@ cmd_up() {
   wait_for "kube-apiserver /readyz" apiserver_ready
   start_controller_manager
   start_scheduler
-  start_kwok
-  started+=(kube-controller-manager kube-scheduler kwok)
-  create_node
-  wait_for "node $NODE_NAME Ready and schedulable" node_schedulable
+  started+=(kube-controller-manager kube-scheduler)
+  if [ "$NODE_MODE" != real ]; then
+    start_kwok
+    started+=(kwok)
+    create_node
+    wait_for "node $NODE_NAME Ready and schedulable" node_schedulable
+  fi
+  if [ "$NODE_MODE" != kwok ]; then
+    real_node_start
+    wait_for "node $REAL_NODE_NAME (a real kubelet) Ready and schedulable" node_ready
+  fi
   wait_for "default ServiceAccount" default_sa_exists
   wait_for "kube-scheduler /healthz" https_healthz "$SCHEDULER_PORT"
   wait_for "kube-controller-manager /healthz" https_healthz "$KCM_PORT"
@@ -678,7 +765,7 @@ cmd_up() {
   kubeconfig=$kubeconfig_final
   trap - EXIT INT TERM HUP
 
-  log "up in $((SECONDS - t0)) s (state, logs and pids in $dir)"
+  log "up in $((SECONDS - t0)) s with $(describe_nodes) (state, logs and pids in $dir)"
   announce
 }
 
@@ -688,10 +775,12 @@ cmd_down() {
     return 0
   fi
   lock
+  load_state || true # the real node's bridge, cgroup and binaries
   stop_all
   # Nothing in etcd outlives the processes (the next `up` starts afresh), so
   # drop it and the credentials; keep the logs for a post-mortem.
   rm -rf "$dir/etcd" "$pids" "$state_env" "$kubeconfig" "$kubeconfig.tmp-admin" "$pki" "$dir"/kube-* "$dir/kwok"
+  check_host_clean
   local left
   left=$(stray_pids)
   [ -z "$left" ] || die "processes still running: $left"
@@ -704,7 +793,8 @@ cmd_status() {
     return 1
   fi
   local name pid up=true
-  for name in "${COMPONENTS[@]}"; do
+  printf '%-24s %s\n' node "$(describe_nodes)"
+  for name in $(components_for "${NODE_MODE:-kwok}"); do
     if pid=$(pid_of "$name"); then
       printf '%-24s running (pid %s)\n' "$name" "$pid"
     else
@@ -725,6 +815,61 @@ cmd_status() {
   return 1
 }
 
+# resolve_node_mode: NODE_MODE from LOCAL_CLUSTER_NODE; auto is real when
+# this machine can run a kubelet (installing its packages if needed), kwok
+# otherwise, and says which and why.
+resolve_node_mode() {
+  local why=
+  NODE_MODE=$NODE_MODE_ASKED
+  [ "$NODE_MODE" != kwok ] || return 0
+  "$root/hack/real-node-deps.sh" || true
+  why=$(real_node_unavailable) || true
+  if [ -n "$why" ]; then
+    [ "$NODE_MODE" = auto ] || die "LOCAL_CLUSTER_NODE=$NODE_MODE, but this machine cannot run a real node: $why"
+    log "NOTE: no real node on this machine ($why): falling back to a kwok node, so pods are SIMULATED (no container runs)"
+    NODE_MODE=kwok
+    return 0
+  fi
+  [ "$NODE_MODE" != auto ] || NODE_MODE=real
+}
+
+describe_nodes() {
+  case "${NODE_MODE:-kwok}" in
+    real) echo "a real node ($REAL_NODE_NAME: kubelet, containerd, runc)" ;;
+    kwok) echo "a kwok node ($NODE_NAME: simulated pods)" ;;
+    both) echo "a real node ($REAL_NODE_NAME) and a kwok node ($NODE_NAME)" ;;
+  esac
+}
+
+# check_host_clean: after `down`, nothing of the real node is left on the host.
+check_host_clean() {
+  local left=()
+  [ -z "${BRIDGE_NAME:-}" ] || ! ip link show "$BRIDGE_NAME" >/dev/null 2>&1 || left+=("bridge $BRIDGE_NAME")
+  grep -q " $dir/" /proc/self/mountinfo 2>/dev/null && left+=("mounts under $dir")
+  [ ${#left[@]} -eq 0 ] || log "warning: left on the host: ${left[*]}"
+}
+
+cmd_load_image() {
+  [ $# -gt 0 ] || die "load-image needs at least one image archive"
+  load_state || die "no cluster in $dir"
+  [ "${NODE_MODE:-kwok}" != kwok ] || { log "a kwok node runs no images: nothing to load"; return 0; }
+  pid_of containerd >/dev/null || die "the real node's containerd is not running"
+  load_images "$@"
+}
+
+cmd_start_kubelet() {
+  load_state || die "no cluster in $dir"
+  [ "${NODE_MODE:-kwok}" != kwok ] || die "this cluster has no real node"
+  if pid_of kubelet >/dev/null; then
+    log "the kubelet is running"
+    return 0
+  fi
+  started=()
+  start_kubelet
+  started+=(kubelet)
+  wait_for "node $REAL_NODE_NAME Ready" node_ready
+}
+
 cmd_kubeconfig() {
   [ -f "$kubeconfig" ] || die "no cluster in $dir; run: hack/local-cluster.sh up${dir_flag:+ --dir $dir}"
   echo "$kubeconfig"
@@ -735,13 +880,15 @@ main() {
   local cmd=${1:-}
   [ $# -gt 0 ] && shift
   dir_flag=
+  args=()
   local d=${LOCAL_CLUSTER_DIR:-$root/tmp/local-cluster}
   while [ $# -gt 0 ]; do
     case "$1" in
       --dir) [ $# -ge 2 ] || die "--dir needs a value"; d=$2; dir_flag=1; shift 2 ;;
       --dir=*) d=${1#--dir=}; dir_flag=1; shift ;;
       -h | --help) usage; exit 0 ;;
-      *) usage; die "unknown argument: $1" ;;
+      -*) usage; die "unknown argument: $1" ;;
+      *) [ "$cmd" = load-image ] || { usage; die "unknown argument: $1"; }; args+=("$1"); shift ;;
     esac
   done
   set_dir "$d"
@@ -750,6 +897,8 @@ main() {
     down) cmd_down ;;
     status) cmd_status ;;
     kubeconfig) cmd_kubeconfig ;;
+    load-image) cmd_load_image "${args[@]}" ;;
+    start-kubelet) cmd_start_kubelet ;;
     -h | --help | help) usage ;;
     *) usage; die "unknown command: '${cmd}'" ;;
   esac

@@ -30,6 +30,7 @@ import (
 	"github.com/taskops/task-operator/internal/leader"
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/reconciler"
+	"github.com/taskops/task-operator/internal/version"
 )
 
 // errorRetryMax caps the delay before a failed pass runs again.
@@ -63,7 +64,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so only one replica reconciles (needed with more than one replica)")
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	flag.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
-	flag.StringVar(&o.runnerImage, "runner-image", "ghcr.io/taskops/task-operator:latest", "image holding /task-runner, run by http Tasks (the shipped Deployment sets it to its own image)")
+	flag.StringVar(&o.runnerImage, "runner-image", version.Image(), "image holding /task-runner, run by http Tasks; defaults to this build's own release image, pinned to its version (the shipped Deployment sets it to the image it runs)")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "Tasks reconciled in parallel (each pass mostly waits on the API server, so many are cheap)")
 	flag.Float64Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, shared by all resource types; 0 means no client-side limit (API Priority and Fairness protects the server)")
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
@@ -190,7 +191,7 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	setupLog.Info("starting", "shellImage", o.shellImage, "runnerImage", o.runnerImage, "leaderElect", o.leaderElect)
+	setupLog.Info("starting", "version", version.Version, "shellImage", o.shellImage, "runnerImage", o.runnerImage, "leaderElect", o.leaderElect)
 	// A replica that loses its lease gets an error here and exits, so it
 	// never writes as a stale leader.
 	return mgr.Start(ctx)

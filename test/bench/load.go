@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/version"
 )
 
 // createAll creates the n objects mk(0..n-1) from `workers` goroutines as
@@ -47,7 +48,7 @@ func createAll(ctx context.Context, c client.Client, n, workers int, mk func(i i
 
 // benchJobOptions are the images the Jobs run; nothing pulls them here (kwok
 // simulates the pods), but they keep the Job the size of a real one.
-var benchJobOptions = jobs.Options{ShellImage: "busybox:1.37", RunnerImage: "ghcr.io/taskops/task-operator:latest"}
+var benchJobOptions = jobs.Options{ShellImage: "busybox:1.37", RunnerImage: version.Image()}
 
 // oneShotTask is the smallest useful Task: a shell command, run once.
 func oneShotTask(namespace, name string) *v1alpha1.Task {

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/internal/version"
 )
 
 // The names the rendered config/default must produce (the docs and the
@@ -45,11 +46,13 @@ const (
 	serviceAccount = "task-operator-controller-manager"
 	metricsService = "task-operator-controller-manager-metrics"
 	managerName    = "manager"
-	// The image config/manager/kustomization.yaml sets.
-	defaultImage = "ghcr.io/taskops/task-operator:latest"
 	// The role names controller-gen writes (Makefile: rbac:roleName=...).
 	generatedRoleName = "task-operator-manager"
 )
+
+// The image config/manager/kustomization.yaml sets: the release image of
+// this version, so a deployed operator's --runner-image is pinned too.
+var defaultImage = version.Image()
 
 // kubectl returns the project's kubectl (hack/k8s-binaries.sh builds it on
 // first use), once per test binary.

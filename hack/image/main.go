@@ -1,0 +1,115 @@
+// Command image builds container images without a container engine: an OCI
+// image archive (a tar of an OCI image layout) with one layer made from files
+// on this machine, written with github.com/google/go-containerregistry.
+//
+//	go run ./hack/image operator -manager bin/linux/manager -runner bin/linux/task-runner -version v0.1.0 -out bin/image/task-operator.tar
+//	go run ./hack/image busybox  -busybox /bin/busybox -out bin/image/busybox.tar
+//	go run ./hack/image pause    -pause bin/image/pause -out bin/image/pause.tar
+//	go run ./hack/image push     -archive bin/image/task-operator.tar -image registry.example.com/task-operator:v0.1.0
+//
+// The operator image's contents are the one list in layout.go, which the
+// Dockerfile must match (layout_test.go compares them). Archives are
+// reproducible: the same inputs give the same bytes and so the same digest
+// (every timestamp is the Unix epoch, entries are sorted, owners are 0).
+// Each archive's index names the image twice, as containerd's `ctr images
+// import` reads it (io.containerd.image.name) and as the OCI spec says
+// (org.opencontainers.image.ref.name), and the command prints the manifest
+// digest on stdout.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "image:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: image operator|busybox|pause|push [flags] (see the package doc)")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	out := fs.String("out", "", "the OCI image archive to write")
+	switch args[0] {
+	case "operator":
+		manager := fs.String("manager", "", "the static manager binary")
+		runner := fs.String("runner", "", "the static task-runner binary")
+		caBundle := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the CA certificates bundle (Debian's ca-certificates)")
+		version := fs.String("version", "", "the release version: the image's tag and version label")
+		repo := fs.String("repository", "ghcr.io/taskops/task-operator", "the image repository")
+		revision := fs.String("revision", "", "the source revision label (git commit), optional")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *manager == "" || *runner == "" || *version == "" || *out == "" {
+			return errors.New("operator needs -manager, -runner, -version and -out")
+		}
+		img, err := operatorImage(operatorInputs{Manager: *manager, Runner: *runner, CABundle: *caBundle, Version: *version, Revision: *revision})
+		if err != nil {
+			return err
+		}
+		return writeAndPrint(img, *repo+":"+*version, *out)
+	case "busybox":
+		busybox := fs.String("busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)")
+		tag := fs.String("tag", "docker.io/library/busybox:1.37", "the image name")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *out == "" {
+			return errors.New("busybox needs -out")
+		}
+		img, err := busyboxImage(*busybox)
+		if err != nil {
+			return err
+		}
+		return writeAndPrint(img, *tag, *out)
+	case "pause":
+		pause := fs.String("pause", "", "a static pause binary (built from the Kubernetes module's build/pause/linux/pause.c)")
+		tag := fs.String("tag", "registry.k8s.io/pause:3.10", "the image name (containerd's sandbox_image)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *pause == "" || *out == "" {
+			return errors.New("pause needs -pause and -out")
+		}
+		img, err := pauseImage(*pause)
+		if err != nil {
+			return err
+		}
+		return writeAndPrint(img, *tag, *out)
+	case "push":
+		archive := fs.String("archive", "", "an archive written by this command")
+		ref := fs.String("image", "", "where to push it (registry/repository:tag)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *archive == "" || *ref == "" {
+			return errors.New("push needs -archive and -image")
+		}
+		return push(*archive, *ref)
+	default:
+		return fmt.Errorf("unknown command %q (operator, busybox, pause, push)", args[0])
+	}
+}
+
+func writeAndPrint(img imageDef, ref, out string) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	digest, err := writeArchive(img, ref, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "image: wrote %s (%s)\n", out, ref)
+	fmt.Println(strings.TrimSpace(digest))
+	return nil
+}
