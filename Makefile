@@ -4,6 +4,12 @@ SHELL := /usr/bin/env bash
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 LOCALBIN := $(CURDIR)/bin
+
+# The release version: the image tag, and the tag of the runner image the
+# manager defaults to (internal/version). Override to cut a release.
+VERSION ?= $(shell sed -n 's/^var Version = "\(.*\)"/\1/p' internal/version/version.go)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -s -w -X github.com/taskops/task-operator/internal/version.Version=$(VERSION)
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 
 # What controller-gen writes: the CRD, the manager's RBAC role and deepcopy.
@@ -45,8 +51,12 @@ vet: ## Run go vet and check formatting.
 envtest-assets: ## Build (or reuse) etcd and kube-apiserver for the integration tests.
 	@hack/k8s-binaries.sh etcd kube-apiserver >/dev/null
 
+.PHONY: node-deps
+node-deps: ## Install the Debian packages of the local cluster's real node when missing (root; says why when it cannot).
+	@hack/real-node-deps.sh || echo "node-deps: no real node on this machine; the local cluster will use a kwok node (simulated pods)"
+
 .PHONY: test
-test: test-integration test-e2e ## Run all tests: unit, integration (envtest) and end to end (builds the control plane on first use).
+test: test-integration test-e2e ## Run all tests: unit, integration (envtest) and end to end on a real node (builds the control plane on first use).
 
 .PHONY: test-integration
 test-integration: vet verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop).
@@ -54,9 +64,9 @@ test-integration: vet verify-generated ## Unit and integration tests against a r
 
 .PHONY: build
 build: ## Build the manager, the task runner and the kubectl plugin into bin/.
-	CGO_ENABLED=0 go build -o $(LOCALBIN)/manager ./cmd/manager
-	CGO_ENABLED=0 go build -o $(LOCALBIN)/task-runner ./cmd/task-runner
-	CGO_ENABLED=0 go build -o $(LOCALBIN)/kubectl-task ./cmd/kubectl-task
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/manager ./cmd/manager
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/task-runner ./cmd/task-runner
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/kubectl-task ./cmd/kubectl-task
 
 FUZZTIME ?= 30s
 
@@ -90,21 +100,23 @@ install: ## Install the CRD into the cluster of the current kubeconfig.
 	$(KUBECTL) apply --server-side -k config/crd
 
 .PHONY: run
-run: ## Run the operator against the current kubeconfig's cluster, or a local one it starts (ARGS= adds manager flags).
+run: node-deps ## Run the operator against the current kubeconfig's cluster, or a local one it starts (ARGS= adds manager flags).
 	hack/run.sh $(ARGS)
 
 .PHONY: demo
-demo: ## Show the operator end to end on a throwaway local cluster (about 35 s warm).
+demo: node-deps image ## Show the operator end to end on a throwaway local cluster with a real node (about a minute warm).
 	hack/demo.sh
 
 .PHONY: test-e2e
-test-e2e: ## End-to-end tests: the operator as a process against a local control plane in tmp/e2e-cluster.
-	go test -tags e2e ./test/e2e/ -count=1 -timeout 20m -v
+test-e2e: node-deps image ## End-to-end tests on a local cluster with a real node (tmp/e2e-cluster): the operator as a process and deployed from config/default.
+	E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) go test -tags e2e ./test/e2e/ -count=1 -timeout 30m -v
 
 ##@ Deployment
 
-# The image `docker-build` builds and `deploy` runs.
-IMG ?= ghcr.io/taskops/task-operator:latest
+# The image `image`/`docker-build` build and `deploy` runs: pinned, never :latest.
+IMG ?= ghcr.io/taskops/task-operator:$(VERSION)
+# `make image` writes the release image here, as an OCI image archive.
+IMAGE_ARCHIVE := $(LOCALBIN)/image/task-operator.tar
 CONTAINER_TOOL ?= docker
 # kustomize, only for `edit set image` (the same version kubectl embeds).
 KUSTOMIZE_VERSION ?= v5.8.1
@@ -121,9 +133,21 @@ define delete-tasks
 	fi
 endef
 
+.PHONY: image
+image: ## Build the release image without a container engine: bin/image/task-operator.tar (OCI archive, reproducible).
+	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux/manager ./cmd/manager
+	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux/task-runner ./cmd/task-runner
+	go run ./hack/image operator -manager $(LOCALBIN)/linux/manager -runner $(LOCALBIN)/linux/task-runner \
+	  -version $(VERSION) -revision "$(REVISION)" -out $(IMAGE_ARCHIVE)
+
+.PHONY: image-push
+image-push: ## Push bin/image/task-operator.tar to IMG (credentials from ~/.docker/config.json).
+	@test -f $(IMAGE_ARCHIVE) || { echo "no $(IMAGE_ARCHIVE): run make image first"; exit 1; }
+	go run ./hack/image push -archive $(IMAGE_ARCHIVE) -image $(IMG)
+
 .PHONY: docker-build
-docker-build: ## Build the image IMG (needs a container engine with BuildKit).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+docker-build: ## Build the image IMG with a container engine (Dockerfile; the same contents as `make image`).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the image IMG.
@@ -158,4 +182,4 @@ $(CONTROLLER_GEN):
 
 .PHONY: clean
 clean: ## Remove built binaries (keeps the cached Kubernetes binaries in bin/k8s).
-	rm -f $(LOCALBIN)/manager $(LOCALBIN)/task-runner $(LOCALBIN)/kubectl-task
+	rm -rf $(LOCALBIN)/manager $(LOCALBIN)/task-runner $(LOCALBIN)/kubectl-task $(LOCALBIN)/linux $(LOCALBIN)/image $(LOCALBIN)/images

@@ -54,7 +54,7 @@ func layerTar(entries []entry) ([]byte, error) {
 	tw := tar.NewWriter(&buf)
 	for _, p := range paths {
 		e := all[p]
-		h := &tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: e.Mode, ModTime: epoch, Format: tar.FormatPAX}
+		h := &tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: e.Mode, Uid: e.UID, Gid: e.UID, ModTime: epoch, Format: tar.FormatPAX}
 		var data []byte
 		switch {
 		case e.Dir:

@@ -13,6 +13,7 @@ import (
 type entry struct {
 	Path string // absolute, inside the image
 	Mode int64  // permission bits
+	UID  int    // owner (0 unless set)
 	// Exactly one of these: the file's bytes come from Source (a file on
 	// this machine) or Data; Dir makes a directory; Link a symlink to it.
 	Source string
@@ -89,7 +90,7 @@ func operatorImage(in operatorInputs) (imageDef, error) {
 		"/etc/ssl/certs/ca-certificates.crt": {Source: in.CABundle, Mode: 0o644},
 		"/etc/passwd":                        {Data: []byte(passwd), Mode: 0o644},
 		"/etc/group":                         {Data: []byte(group), Mode: 0o644},
-		"/home/nonroot":                      {Dir: true, Mode: 0o700},
+		"/home/nonroot":                      {Dir: true, Mode: 0o700, UID: 65532},
 		"/tmp":                               {Dir: true, Mode: 0o1777},
 	}
 	def := imageDef{Entrypoint: operatorEntrypoint, User: operatorUser, WorkingDir: "/", Labels: labels,
