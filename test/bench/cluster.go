@@ -79,6 +79,8 @@ func upCluster(ctx context.Context, o *options, s clusterSettings) (*cluster, er
 		"KCM_QPS=" + strconv.Itoa(s.kcmQPS),
 		"KCM_BURST=" + strconv.Itoa(s.kcmBurst),
 		"LOCAL_CLUSTER_NODE_PODS=" + strconv.Itoa(s.nodePods),
+		// Scale: thousands of simulated pods on a kwok node.
+		"LOCAL_CLUSTER_NODE=kwok",
 	}
 	if o.auditPolicy != "" {
 		env = append(env, "LOCAL_CLUSTER_AUDIT_POLICY="+o.auditPolicy)

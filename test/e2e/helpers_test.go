@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,14 +20,25 @@ import (
 	"github.com/taskops/task-operator/test/harness"
 )
 
-// The simulated pods' annotations (hack/kwok/README.md).
-const (
-	simExitCode = harness.SimExitCode
-	simMessage  = harness.SimMessage
-	simRun      = harness.SimRun
-	simStart    = harness.SimStart
-	simDuration = harness.SimDuration
-)
+// missingImage is an image no node has and none can pull: its registry is
+// a loopback port where nothing listens, so the pull fails at once and on
+// this machine.
+const missingImage = "127.0.0.1:9/task-operator-e2e/missing:v1"
+
+// runsUntilStopped is a shell command that runs until its pod is deleted.
+// The shell is PID 1 in its container, where a signal it has no handler for
+// is ignored: without the trap a plain `sleep` would hold its pod for the
+// whole grace period (30 s) after the delete.
+const runsUntilStopped = `trap 'exit 143' TERM; sleep 3600 & wait`
+
+// requireRealNode skips a test whose pods must really run (their outcome
+// comes from the shell), on a cluster whose pods are simulated.
+func requireRealNode(t testing.TB) {
+	t.Helper()
+	if !env.cluster.RealNode() {
+		t.Skipf("needs a real node (pods that run); this cluster's node is %q: see hack/local-cluster.sh (LOCAL_CLUSTER_NODE)", env.cluster.Node)
+	}
+}
 
 // eventually polls cond until it reports done, and fails the test at the
 // deadline with what cond last said. It returns how long it took.
@@ -47,6 +59,28 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// kubectlTask runs the kubectl plugin (bin of ./cmd/kubectl-task) against
+// the cluster and fails the test when it fails.
+func kubectlTask(t testing.TB, timeout time.Duration, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, env.plugin, append(args, "--kubeconfig", env.cluster.Kubeconfig)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl task %s: %v\n%s%s", strings.Join(args, " "), err, out, operatorNote())
+	}
+	return string(out)
+}
+
+func keysOf(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // kubectl runs the project's kubectl and fails the test when it fails.
@@ -123,8 +157,11 @@ func shellTask(ns, name string, opts ...taskOpt) *v1alpha1.Task {
 	return harness.ShellTask(ns, name, opts...)
 }
 
-// podAnnotations sets spec.podMetadata.annotations from key, value pairs.
-func podAnnotations(kv ...string) taskOpt { return harness.PodAnnotations(kv...) }
+func shell(cmd string) taskOpt { return harness.Shell(cmd) }
+
+func image(ref string) taskOpt { return harness.Image(ref) }
+
+func activeDeadline(seconds int64) taskOpt { return harness.ActiveDeadline(seconds) }
 
 func retries(maxRetry, initialSeconds, maxSeconds, factor int32) taskOpt {
 	return harness.Retries(maxRetry, initialSeconds, maxSeconds, factor)
@@ -179,17 +216,6 @@ func podsOf(ctx context.Context, ns, task string) ([]corev1.Pod, error) {
 
 func jobCondition(job *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {
 	return harness.JobCondition(job, typ)
-}
-
-// phaseIs is an eventually condition: the Task has reached phase.
-func phaseIs(ns, name string, phase v1alpha1.TaskPhase) func(ctx context.Context) (bool, string) {
-	return func(ctx context.Context) (bool, string) {
-		task, err := getTask(ctx, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		return task.Status.Phase == phase, fmt.Sprintf("phase %q, attempts %d, lastError %q", task.Status.Phase, task.Status.Attempts, task.Status.LastError)
-	}
 }
 
 // jobKey is what makes an attempt: at most one Job may carry each.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -26,7 +27,10 @@ type environment struct {
 	cluster *harness.Cluster
 	c       client.WithWatch
 	op      *harness.Operator
-	keep    bool
+	plugin  string // the kubectl plugin, built from ./cmd/kubectl-task
+	// imageArchive is the release image the real node has (make image).
+	imageArchive string
+	keep         bool
 }
 
 func TestMain(m *testing.M) {
@@ -111,11 +115,37 @@ func runMain(m *testing.M) (code int) {
 func (e *environment) setup(tmp string) error {
 	// A fresh cluster: `up` would reuse one left running by an earlier,
 	// aborted run, with its objects in it.
-	cluster, err := harness.StartCluster(harness.ClusterOptions{Dir: e.dir, Logf: logf})
+	// A real node unless E2E_NODE (LOCAL_CLUSTER_NODE) says otherwise or
+	// the machine cannot run one: hack/local-cluster.sh then says why, and
+	// the tests whose pods must really run are skipped.
+	cluster, err := harness.StartCluster(harness.ClusterOptions{Dir: e.dir, Logf: logf, Node: os.Getenv("E2E_NODE")})
 	if err != nil {
 		return err
 	}
 	e.cluster, e.c = cluster, cluster.Client
+	if cluster.RealNode() {
+		// The release image (make image): http Tasks run its /task-runner,
+		// and the deployment test runs its /manager.
+		archive := os.Getenv("E2E_IMAGE_ARCHIVE")
+		if archive == "" {
+			archive = filepath.Join(e.root, "bin", "image", "task-operator.tar")
+			t := time.Now()
+			if out, err := exec.Command("make", "-C", e.root, "-s", "image").CombinedOutput(); err != nil {
+				return fmt.Errorf("make image: %w\n%s", err, out)
+			}
+			logf("built the release image in %s", time.Since(t).Round(time.Millisecond))
+		}
+		if err := cluster.LoadImages(archive); err != nil {
+			return err
+		}
+		e.imageArchive = archive
+	} else {
+		logf("WARNING: node %q: pods are simulated, so every test whose pods must really run is SKIPPED", cluster.Node)
+	}
+	e.plugin = filepath.Join(tmp, "kubectl-task")
+	if out, err := exec.Command("go", "build", "-C", e.root, "-o", e.plugin, "./cmd/kubectl-task").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/kubectl-task: %w\n%s", err, out)
+	}
 
 	bin := os.Getenv("E2E_MANAGER_BINARY")
 	if bin == "" {

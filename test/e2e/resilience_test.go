@@ -29,6 +29,7 @@ import (
 // unable to start, finished) completes within a minute: the finalizer
 // never blocks it.
 func TestNamespaceDeletion(t *testing.T) {
+	requireRealNode(t)
 	ns := newNamespace(t, "e2e-nsdel")
 	groups := []struct {
 		prefix string
@@ -36,13 +37,13 @@ func TestNamespaceDeletion(t *testing.T) {
 		opts   []taskOpt
 		ready  func(*v1alpha1.Task, []corev1.Pod) bool
 	}{
-		{"forever", 8, []taskOpt{podAnnotations(simRun, "forever")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+		{"forever", 8, []taskOpt{shell(runsUntilStopped)}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
 			return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
 		}},
-		{"retrying", 4, []taskOpt{retries(5, 60, 60, 1), podAnnotations(simExitCode, "1")}, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
+		{"retrying", 4, []taskOpt{retries(5, 60, 60, 1), shell("exit 1")}, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
 			return task.Status.Phase == v1alpha1.PhaseRetrying
 		}},
-		{"stuck", 4, []taskOpt{startTimeout(600), podAnnotations(simStart, "never")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+		{"stuck", 4, []taskOpt{startTimeout(600), image(missingImage)}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
 			return len(pods) == 1 && pods[0].Status.Phase == corev1.PodPending
 		}},
 		{"done", 4, nil, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
@@ -129,6 +130,7 @@ func TestNamespaceDeletion(t *testing.T) {
 // ends Failed with maxRetry+1 attempts), no status goes backwards, and a
 // Task that had already finished keeps its status.
 func TestOperatorKilledMidRun(t *testing.T) {
+	requireRealNode(t)
 	ns := newNamespace(t, "e2e-kill")
 	// Whatever happens here, the tests after this one need an operator.
 	t.Cleanup(func() {
@@ -143,7 +145,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 
 	// A Task that is over before the first kill.
 	const finishedMsg = "e2e: finished before the operator was killed"
-	create(t, shellTask(ns, "finished", podAnnotations(simExitCode, "3", simMessage, finishedMsg)))
+	create(t, shellTask(ns, "finished", shell(`echo "`+finishedMsg+`" >&2; exit 3`)))
 	kubectlWait(t, ns, "condition=Failed", "task/finished", 60*time.Second)
 	finished := mustGetTask(t, ns, "finished")
 
@@ -153,7 +155,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("crash-%d", i)
-		create(t, shellTask(ns, names[i], retries(maxRetry, 2, 2, 1), podAnnotations(simExitCode, "3", simMessage, msg)))
+		create(t, shellTask(ns, names[i], retries(maxRetry, 2, 2, 1), shell(`echo "`+msg+`" >&2; exit 3`)))
 	}
 	attempts := func(ctx context.Context) (map[string]*v1alpha1.Task, error) {
 		out := map[string]*v1alpha1.Task{}

@@ -21,11 +21,13 @@ import (
 )
 
 // (a) A shell Task that succeeds: `kubectl wait --for=condition=Ready`
-// returns, and status, Job and pod say what the contract says.
+// returns, status, Job and pod say what the contract says, and `kubectl
+// task logs` prints what the container really printed.
 func TestTaskSucceeds(t *testing.T) {
 	t.Parallel()
+	requireRealNode(t)
 	ns := newNamespace(t, "e2e-success")
-	task := shellTask(ns, "hello", podAnnotations(simMessage, "hello from e2e"))
+	task := shellTask(ns, "hello", shell(`echo "hello from e2e as $(id -u):$(id -g)"`))
 	start := time.Now()
 	create(t, task)
 	waited := kubectlWait(t, ns, "condition=Ready", "task/hello", 60*time.Second)
@@ -87,15 +89,20 @@ func TestTaskSucceeds(t *testing.T) {
 	if len(pods) != 1 || pods[0].Status.Phase != corev1.PodSucceeded {
 		t.Errorf("pods %v, want one Succeeded pod", podPhases(pods))
 	}
+	if logs := kubectlTask(t, 30*time.Second, "logs", "hello", "-n", ns); !strings.Contains(logs, "hello from e2e as 65532:65532") {
+		t.Errorf("kubectl task logs hello printed %q, want the container's real output (run as 65532:65532)", logs)
+	}
 }
 
-// (b) Every attempt fails (exit code 3): after maxRetry 2 the Task is
-// Failed with 3 attempts, and lastError holds the simulated message.
+// (b) Every attempt fails (the shell exits 3 after writing to stderr):
+// after maxRetry 2 the Task is Failed with 3 attempts, three real pods ran,
+// and lastError holds the real stderr tail and exit code.
 func TestTaskFailsAfterRetries(t *testing.T) {
 	t.Parallel()
+	requireRealNode(t)
 	ns := newNamespace(t, "e2e-retries")
 	const msg = "e2e: could not reach the database"
-	create(t, shellTask(ns, "doomed", retries(2, 1, 10, 2), podAnnotations(simExitCode, "3", simMessage, msg)))
+	create(t, shellTask(ns, "doomed", retries(2, 1, 10, 2), shell(`echo "starting"; echo "`+msg+`" >&2; exit 3`)))
 	waited := kubectlWait(t, ns, "condition=Failed", "task/doomed", 90*time.Second)
 	t.Logf("kubectl wait --for=condition=Failed task/doomed returned after %s (3 attempts, backoff 1 s then 2 s)", secs(waited))
 
@@ -152,14 +159,16 @@ func TestTaskFailsAfterRetries(t *testing.T) {
 	}
 }
 
-// (c) A pod that never starts (ImagePullBackOff): after startTimeoutSeconds
-// the attempt is stopped and, with no retries left, the Task fails with
-// RetriesExhausted naming StartTimeout and the waiting reason.
+// (c) A pod that never starts (an image that does not exist, pulled from a
+// loopback port where nothing listens): after startTimeoutSeconds the
+// attempt is stopped and, with no retries left, the Task fails with
+// RetriesExhausted naming StartTimeout and the pull error.
 func TestStartTimeout(t *testing.T) {
 	t.Parallel()
+	requireRealNode(t)
 	ns := newNamespace(t, "e2e-start")
 	start := time.Now()
-	create(t, shellTask(ns, "stuck", startTimeout(5), podAnnotations(simStart, "never")))
+	create(t, shellTask(ns, "stuck", startTimeout(5), image(missingImage)))
 	waited := kubectlWait(t, ns, "condition=Failed", "task/stuck", 60*time.Second)
 	elapsed := time.Since(start)
 	t.Logf("Failed %s after creation (startTimeoutSeconds 5; kubectl wait blocked %s)", secs(elapsed), secs(waited))
@@ -172,13 +181,12 @@ func TestStartTimeout(t *testing.T) {
 	task := mustGetTask(t, ns, "stuck")
 	expectCondition(t, task, v1alpha1.ConditionFailed, metav1.ConditionTrue, string(v1alpha1.ReasonRetriesExhausted))
 	msg := cond(task, v1alpha1.ConditionFailed).Message
-	for _, s := range []string{string(v1alpha1.AttemptStartTimeout), "ImagePullBackOff"} {
-		if !strings.Contains(msg, s) {
-			t.Errorf("Failed condition message %q does not mention %s", msg, s)
-		}
-		if !strings.Contains(task.Status.LastError, s) {
-			t.Errorf("lastError %q does not mention %s", task.Status.LastError, s)
-		}
+	if !strings.Contains(msg, string(v1alpha1.AttemptStartTimeout)) || !strings.Contains(task.Status.LastError, string(v1alpha1.AttemptStartTimeout)) {
+		t.Errorf("Failed condition message %q / lastError %q do not mention %s", msg, task.Status.LastError, v1alpha1.AttemptStartTimeout)
+	}
+	// The kubelet says ErrImagePull first, then ImagePullBackOff.
+	if !strings.Contains(task.Status.LastError, "ImagePull") {
+		t.Errorf("lastError %q does not name the pull error (ErrImagePull / ImagePullBackOff)", task.Status.LastError)
 	}
 	if task.Status.Phase != v1alpha1.PhaseFailed || task.Status.Attempts != 1 {
 		t.Errorf("phase %q attempts %d, want Failed 1", task.Status.Phase, task.Status.Attempts)
@@ -211,8 +219,9 @@ func TestStartTimeout(t *testing.T) {
 // and the finalizer lets the Task go.
 func TestDeleteTaskWithRunningJob(t *testing.T) {
 	t.Parallel()
+	requireRealNode(t)
 	ns := newNamespace(t, "e2e-delete")
-	create(t, shellTask(ns, "forever", podAnnotations(simRun, "forever")))
+	create(t, shellTask(ns, "forever", shell(runsUntilStopped)))
 	running := eventually(t, 60*time.Second, "the Task's pod to run", func(ctx context.Context) (bool, string) {
 		pods, err := podsOf(ctx, ns, "forever")
 		if err != nil {
@@ -278,7 +287,7 @@ func TestPodSecurityRestricted(t *testing.T) {
 	}
 
 	start := time.Now()
-	create(t, shellTask(ns, "wide", replicas(3)))
+	create(t, shellTask(ns, "wide", replicas(3), shell(`echo "index=$JOB_COMPLETION_INDEX"`)))
 	kubectlWait(t, ns, "condition=Ready", "task/wide", 60*time.Second)
 	t.Logf("a 3-replica Task was Ready %s after creation", secs(time.Since(start)))
 
@@ -290,11 +299,18 @@ func TestPodSecurityRestricted(t *testing.T) {
 	if len(pods) != 3 {
 		t.Errorf("pods %v, want 3 (one per replica)", podPhases(pods))
 	}
+	indexes := map[string]bool{}
 	for _, p := range pods {
 		sc := p.Spec.SecurityContext
 		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 			t.Errorf("pod %s: securityContext %+v, want runAsNonRoot", p.Name, sc)
 		}
+		if env.cluster.RealNode() {
+			indexes[strings.TrimSpace(kubectl(t, 20*time.Second, "logs", "-n", ns, p.Name))] = true
+		}
+	}
+	if env.cluster.RealNode() && !(len(indexes) == 3 && indexes["index=0"] && indexes["index=1"] && indexes["index=2"]) {
+		t.Errorf("the 3 real pods printed %v, want index=0, index=1 and index=2 (distinct JOB_COMPLETION_INDEX)", keysOf(indexes))
 	}
 	var events corev1.EventList
 	if err := env.c.List(ctx, &events, client.InNamespace(ns)); err != nil {

@@ -30,8 +30,14 @@ type Cluster struct {
 	Kubectl    string // the project's kubectl (same version as the cluster)
 	Config     *rest.Config
 	Client     client.WithWatch
-	env        []string
+	// Node is the node mode the cluster came up with: "real", "kwok" or
+	// "both" (hack/local-cluster.sh, LOCAL_CLUSTER_NODE).
+	Node string
+	env  []string
 }
+
+// RealNode reports whether pods run real containers (a real node, alone).
+func (c *Cluster) RealNode() bool { return c.Node == "real" }
 
 // ClusterOptions says where and how to start a Cluster.
 type ClusterOptions struct {
@@ -43,6 +49,9 @@ type ClusterOptions struct {
 	Reuse bool
 	// Env is added to hack/local-cluster.sh's environment (KCM_QPS, ...).
 	Env []string
+	// Node asks for a node mode (LOCAL_CLUSTER_NODE: real, kwok, both,
+	// auto); empty means the script's default, auto.
+	Node string
 	// Logf reports progress; nil means stderr.
 	Logf func(format string, args ...any)
 }
@@ -64,6 +73,9 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
 	c := &Cluster{Root: RepoRoot(), Dir: o.Dir, env: o.Env}
+	if o.Node != "" {
+		c.env = append(c.env, "LOCAL_CLUSTER_NODE="+o.Node)
+	}
 	if abs, err := filepath.Abs(c.Dir); err == nil {
 		c.Dir = abs
 	}
@@ -89,7 +101,12 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 		return nil, fmt.Errorf("hack/local-cluster.sh kubeconfig: %w", err)
 	}
 	c.Kubeconfig = strings.TrimSpace(string(out))
-	logf("cluster up in %s", time.Since(t).Round(time.Millisecond))
+	state, err := c.State()
+	if err != nil {
+		return nil, err
+	}
+	c.Node = state["NODE_MODE"]
+	logf("cluster up in %s (node: %s)", time.Since(t).Round(time.Millisecond), c.Node)
 
 	if out, err := c.RunKubectl(context.Background(), "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.Root, "config", "crd", "bases")); err != nil {
 		return nil, fmt.Errorf("installing the CRD: %w\n%s", err, out)
@@ -125,6 +142,16 @@ func (c *Cluster) Script(cmd string) error {
 	sh.Stdout, sh.Stderr = io.Discard, os.Stderr
 	if err := sh.Run(); err != nil {
 		return fmt.Errorf("hack/local-cluster.sh %s --dir %s: %w", cmd, c.Dir, err)
+	}
+	return nil
+}
+
+// LoadImages imports image archives into the real node (a no-op on kwok).
+func (c *Cluster) LoadImages(archives ...string) error {
+	sh := exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), append([]string{"load-image", "--dir", c.Dir}, archives...)...)
+	sh.Stdout, sh.Stderr = io.Discard, os.Stderr
+	if err := sh.Run(); err != nil {
+		return fmt.Errorf("hack/local-cluster.sh load-image %v: %w", archives, err)
 	}
 	return nil
 }

@@ -71,6 +71,18 @@ func PodAnnotations(kv ...string) TaskOpt {
 }
 
 // Retries sets maxRetry and the backoff.
+// Shell sets the shell command: on a real node it is what runs, so a
+// failure comes from the shell itself (`exit 3`, stderr, `sleep`).
+func Shell(cmd string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Shell = cmd } }
+
+// Image sets spec.image.
+func Image(image string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Image = image } }
+
+// ActiveDeadline sets the per-attempt deadline.
+func ActiveDeadline(seconds int64) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = &seconds }
+}
+
 func Retries(maxRetry, initialSeconds, maxSeconds, factor int32) TaskOpt {
 	return func(task *v1alpha1.Task) {
 		task.Spec.MaxRetry = maxRetry

@@ -172,8 +172,10 @@ func (e *suite) setup(tmp string) error {
 	reuse := os.Getenv("RELIABILITY_REUSE_CLUSTER") == "1"
 	// The Job controller's client limits are raised so it is not what the
 	// scenarios measure (hundreds of Jobs start and finish in minutes).
+	// A kwok node: the scenarios run hundreds of pods at a time and pick
+	// their outcomes with simulation annotations (hack/kwok/README.md).
 	cluster, err := harness.StartCluster(harness.ClusterOptions{
-		Dir: e.dir, Reuse: reuse, Logf: logf,
+		Dir: e.dir, Reuse: reuse, Logf: logf, Node: "kwok",
 		Env: []string{"KCM_QPS=" + envOr("KCM_QPS", "100"), "KCM_BURST=" + envOr("KCM_BURST", "200")},
 	})
 	if err != nil {
