@@ -98,9 +98,8 @@ func podStarts(pods []corev1.Pod) []retry.PodStart {
 // Once written to the status, they are never read again.
 func (p *pass) readOutputs(ctx context.Context) error {
 	want := map[string]bool{}
-	failed := ""
 	if a := newestFailure(p.runs); a != nil && !strings.Contains(p.old.LastError, jobMarker(a.JobName)) {
-		want[a.JobName], failed = true, a.JobName
+		want[a.JobName] = true
 	}
 	for i := range p.runs {
 		run := &p.runs[i]
@@ -115,13 +114,7 @@ func (p *pass) readOutputs(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		out := podOutput(pods)
-		if out == "" && name == failed {
-			// Stopped while running (its deadline): the container never
-			// terminated, so only its log says what it did.
-			out = p.logTailOfUnfinished(ctx, pods)
-		}
-		p.setOutput(name, out)
+		p.setOutput(name, podOutput(pods))
 	}
 	return nil
 }

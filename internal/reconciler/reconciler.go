@@ -44,9 +44,6 @@ type TaskReconciler struct {
 	// the lease it must not start anything: a pass does nothing and looks
 	// again later. nil: no leader election.
 	Lease LeaseHolder
-	// Logs, when set, reads the log tail of an attempt that was stopped
-	// while it ran (see PodLogs). nil: such an attempt's output is lost.
-	Logs PodLogs
 
 	// recent holds the Jobs this process created that the cache may not
 	// show yet.

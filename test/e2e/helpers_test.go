@@ -161,8 +161,6 @@ func shell(cmd string) taskOpt { return harness.Shell(cmd) }
 
 func image(ref string) taskOpt { return harness.Image(ref) }
 
-func activeDeadline(seconds int64) taskOpt { return harness.ActiveDeadline(seconds) }
-
 func retries(maxRetry, initialSeconds, maxSeconds, factor int32) taskOpt {
 	return harness.Retries(maxRetry, initialSeconds, maxSeconds, factor)
 }

@@ -121,21 +121,6 @@ func TestHTTPTaskRunsTheRunnerOfTheReleaseImage(t *testing.T) {
 	}
 }
 
-// An attempt its deadline kills keeps the last output it printed.
-func TestAnAttemptKilledByItsDeadlineKeepsItsOutput(t *testing.T) {
-	t.Parallel()
-	requireRealNode(t)
-	ns := newNamespace(t, "e2e-deadline")
-	create(t, shellTask(ns, "slow", activeDeadline(3), shell(`echo "step 1 of 2 done"; sleep 60; echo "never printed"`)))
-	kubectlWait(t, ns, "condition=Failed", "task/slow", 120*time.Second)
-	task := mustGetTask(t, ns, "slow")
-	for _, s := range []string{string(v1alpha1.AttemptDeadlineExceeded), "step 1 of 2 done"} {
-		if !strings.Contains(task.Status.LastError, s) {
-			t.Errorf("lastError %q does not contain %q", task.Status.LastError, s)
-		}
-	}
-}
-
 // The kubelet is killed (SIGKILL) while an attempt runs, and started again:
 // the container lives on under its shim, the Task still ends Succeeded, with
 // one Job and one attempt.
