@@ -320,6 +320,8 @@ start_kubelet() {
 real_node_prepare() {
   local nd
   nd=$(node_dir)
+  # What a crashed run left mounted must not be removed through its mounts.
+  unmount_under "$nd"
   rm -rf "$nd"
   mkdir -p "$nd"
   record_host_paths
