@@ -251,17 +251,24 @@ stop_components() { # stop_components NAME...: SIGTERM, up to 15 s grace, then S
   done
 }
 
-stray_pids() { # stray_pids: our components still running without a pid file (Linux only)
+processes() { # processes: "PID ARGS" of every process, arguments space separated (Linux only)
   [ -d /proc ] || return 0
-  local p args name
+  local p args
   for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    args=$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline") || continue # gone meanwhile
+    args=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue # gone meanwhile
+    [ -n "$args" ] && echo "${p#/proc/} $args"
+  done
+  return 0
+}
+
+stray_pids() { # stray_pids: our components still running without a pid file (Linux only)
+  local p args name
+  while read -r p args; do
     [[ $args == *"$dir/"* ]] || continue
     name=${args%% *}
     name=${name##*/}
     case "$name" in etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok | kubelet | containerd) echo "$p" ;; esac
-  done
+  done < <(processes)
 }
 
 stop_all() {
@@ -620,11 +627,11 @@ https_healthz() { # https_healthz PORT: the component's /healthz (anonymous acce
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
   fi
 }
-node_schedulable() {
+node_schedulable() { # node_schedulable NAME
   # Ready, and the node lifecycle controller has lifted the not-ready /
   # unreachable taints it puts on a new node; until then nothing schedules.
   local out
-  out=$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.spec.taints[*].key}') || return 1
+  out=$(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.spec.taints[*].key}') || return 1
   [[ $out == True* && $out != *node.kubernetes.io/* ]]
 }
 default_sa_exists() { kc -n default get serviceaccount default; }
@@ -752,11 +759,11 @@ cmd_up() {
     start_kwok
     started+=(kwok)
     create_node
-    wait_for "node $NODE_NAME Ready and schedulable" node_schedulable
+    wait_for "node $NODE_NAME Ready and schedulable" node_schedulable "$NODE_NAME"
   fi
   if [ "$NODE_MODE" != kwok ]; then
     real_node_start
-    wait_for "node $REAL_NODE_NAME (a real kubelet) Ready and schedulable" node_ready
+    wait_for "node $REAL_NODE_NAME (a real kubelet) Ready and schedulable" node_schedulable "$REAL_NODE_NAME"
   fi
   wait_for "default ServiceAccount" default_sa_exists
   wait_for "kube-scheduler /healthz" https_healthz "$SCHEDULER_PORT"
@@ -867,7 +874,7 @@ cmd_start_kubelet() {
   started=()
   start_kubelet
   started+=(kubelet)
-  wait_for "node $REAL_NODE_NAME Ready" node_ready
+  wait_for "node $REAL_NODE_NAME Ready" node_schedulable "$REAL_NODE_NAME"
 }
 
 cmd_kubeconfig() {

@@ -112,14 +112,13 @@ make_bridge() {
 # other_real_nodes: the DIRs of other local clusters whose real node runs.
 other_real_nodes() {
   local p args cfg
-  for p in /proc/[0-9]*; do
-    args=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+  while read -r p args; do
     [[ $args == containerd\ --config\ * ]] || continue
     cfg=${args#containerd --config }
     cfg=${cfg%% *}
     cfg=${cfg%/node/containerd/config.toml}
     [ "$cfg" != "$dir" ] && [ -f "$cfg/node/host-paths" ] && echo "$cfg"
-  done
+  done < <(processes)
   return 0
 }
 
@@ -360,11 +359,10 @@ real_node_down() {
   fi
   stop_components containerd
   # Shims outlive containerd by design; ours name our socket.
-  for p in /proc/[0-9]*; do
-    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "-address $nd/containerd/containerd.sock"; then
-      kill -KILL "${p#/proc/}" 2>/dev/null || true
-    fi
-  done
+  local args
+  while read -r p args; do
+    [[ $args != *"-address $nd/containerd/containerd.sock"* ]] || kill -KILL "$p" 2>/dev/null || true
+  done < <(processes)
   unmount_under "$nd"
   if [ -n "${CGROUP_ROOT:-}" ]; then remove_cgroups; fi
   if [ -n "${BRIDGE_NAME:-}" ] && ip link show "$BRIDGE_NAME" >/dev/null 2>&1; then
@@ -383,10 +381,4 @@ real_node_down() {
     fi
   fi
   rm -rf "$nd"
-}
-
-node_ready() {
-  local out
-  out=$(kc get node "$REAL_NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.spec.taints[*].key}') || return 1
-  [[ $out == True* && $out != *node.kubernetes.io/* ]]
 }

@@ -9,7 +9,8 @@
 # - Otherwise, or with --local, the project's local control plane is started
 #   (or reused: hack/local-cluster.sh up, state in tmp/local-cluster or
 #   $LOCAL_CLUSTER_DIR), the CRD is installed there, and the operator runs
-#   against it. Its pods are simulated (hack/kwok/README.md).
+#   against it. Its pods run on a real node when this machine can run one,
+#   else on a kwok node that simulates them (hack/local-cluster.sh says which).
 #
 # Ctrl-C stops the operator. A local cluster keeps running; stop it with
 # `hack/local-cluster.sh down`.
@@ -90,8 +91,13 @@ go build -o bin/manager ./cmd/manager
   echo
   if $use_local; then
     local_dir=$(dirname "$KUBECONFIG")
-    echo "run: the operator runs against the LOCAL cluster ($local_dir); its pods are"
-    echo "run: simulated by kwok, nothing is pulled or run (hack/kwok/README.md)."
+    if [ "$(sed -n 's/^NODE_MODE=//p' "$local_dir/cluster.env" 2>/dev/null)" = kwok ]; then
+      echo "run: the operator runs against the LOCAL cluster ($local_dir); its pods are"
+      echo "run: simulated by kwok, nothing is pulled or run (hack/kwok/README.md)."
+    else
+      echo "run: the operator runs against the LOCAL cluster ($local_dir), whose real"
+      echo "run: node runs its pods (images it has: busybox:1.37, and what load-image added)."
+    fi
     echo "run: in another terminal, point kubectl at it:"
     echo
     printf '    export KUBECONFIG=%q\n' "$KUBECONFIG"

@@ -43,8 +43,6 @@ var (
 	// operatorEntrypoint is the manager; http Tasks' pods run /task-runner
 	// from the same image (the Deployment passes it as --runner-image).
 	operatorEntrypoint = []string{"/manager"}
-	// operatorPaths are the image's files in the order of the Dockerfile.
-	operatorPaths = []string{"/manager", "/task-runner", "/etc/ssl/certs/ca-certificates.crt", "/etc/passwd", "/etc/group", "/home/nonroot", "/tmp"}
 	// operatorLabels are the OCI labels both builds set; the version and
 	// revision labels are added per build.
 	operatorLabels = map[string]string{
@@ -84,28 +82,33 @@ func operatorImage(in operatorInputs) (imageDef, error) {
 	for k, v := range operatorLabels {
 		labels[k] = v
 	}
-	byPath := map[string]entry{
-		"/manager":                           {Source: in.Manager, Mode: 0o755},
-		"/task-runner":                       {Source: in.Runner, Mode: 0o755},
-		"/etc/ssl/certs/ca-certificates.crt": {Source: in.CABundle, Mode: 0o644},
-		"/etc/passwd":                        {Data: []byte(passwd), Mode: 0o644},
-		"/etc/group":                         {Data: []byte(group), Mode: 0o644},
-		"/home/nonroot":                      {Dir: true, Mode: 0o700, UID: 65532},
-		"/tmp":                               {Dir: true, Mode: 0o1777},
-	}
-	def := imageDef{Entrypoint: operatorEntrypoint, User: operatorUser, WorkingDir: "/", Labels: labels,
+	return imageDef{Entries: operatorEntries(in), Entrypoint: operatorEntrypoint, User: operatorUser, WorkingDir: "/", Labels: labels,
 		// Go programs read the CA bundle from here without it, but other
 		// tools a user adds on top might not.
-		Env: []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}}
-	for _, p := range operatorPaths {
-		e, ok := byPath[p]
-		if !ok {
-			return imageDef{}, fmt.Errorf("operatorPaths names %s, which operatorImage does not define", p)
-		}
-		e.Path = p
-		def.Entries = append(def.Entries, e)
+		Env: []string{"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}}, nil
+}
+
+// operatorEntries are the image's files, in the order of the Dockerfile's
+// COPY lines.
+func operatorEntries(in operatorInputs) []entry {
+	return []entry{
+		{Path: "/manager", Source: in.Manager, Mode: 0o755},
+		{Path: "/task-runner", Source: in.Runner, Mode: 0o755},
+		{Path: "/etc/ssl/certs/ca-certificates.crt", Source: in.CABundle, Mode: 0o644},
+		{Path: "/etc/passwd", Data: []byte(passwd), Mode: 0o644},
+		{Path: "/etc/group", Data: []byte(group), Mode: 0o644},
+		{Path: "/home/nonroot", Dir: true, Mode: 0o700, UID: 65532},
+		{Path: "/tmp", Dir: true, Mode: 0o1777},
 	}
-	return def, nil
+}
+
+// operatorPaths are the paths of operatorEntries.
+func operatorPaths() []string {
+	var out []string
+	for _, e := range operatorEntries(operatorInputs{}) {
+		out = append(out, e.Path)
+	}
+	return out
 }
 
 // busyboxImage is a shell image for the local cluster's real node, which

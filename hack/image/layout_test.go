@@ -51,8 +51,8 @@ func TestTheDockerfileBuildsTheImageLayoutGoDefines(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Equal(copies, operatorPaths) {
-		t.Errorf("the Dockerfile's final stage copies %v; layout.go's operatorPaths are %v", copies, operatorPaths)
+	if want := operatorPaths(); !slices.Equal(copies, want) {
+		t.Errorf("the Dockerfile's final stage copies %v; layout.go's operatorEntries are %v", copies, want)
 	}
 	if user != operatorUser {
 		t.Errorf("Dockerfile USER %q, layout.go %q", user, operatorUser)

@@ -1,8 +1,13 @@
 // Package e2e holds the end-to-end tests of task-operator: the operator
 // runs as its own process (the binary of ./cmd/manager) against the
 // project's local control plane (hack/local-cluster.sh: etcd,
-// kube-apiserver, kube-controller-manager, kube-scheduler and kwok, which
-// simulates the pods; see hack/kwok/README.md).
+// kube-apiserver, kube-controller-manager, kube-scheduler) with a real node
+// (a kubelet on containerd and runc), so every pod is a real container and
+// every failure comes from the shell or the kubelet itself. The release
+// image (make image, or E2E_IMAGE_ARCHIVE) is imported into the node for the
+// http runner. E2E_NODE sets LOCAL_CLUSTER_NODE; on a machine that cannot run
+// a real node the cluster falls back to kwok and the tests whose pods must
+// really run are skipped, with the reason.
 //
 // The tests carry the build tag e2e, so `go test ./...` skips them. Run
 //

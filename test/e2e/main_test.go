@@ -143,8 +143,8 @@ func (e *environment) setup(tmp string) error {
 		logf("WARNING: node %q: pods are simulated, so every test whose pods must really run is SKIPPED", cluster.Node)
 	}
 	e.plugin = filepath.Join(tmp, "kubectl-task")
-	if out, err := exec.Command("go", "build", "-C", e.root, "-o", e.plugin, "./cmd/kubectl-task").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/kubectl-task: %w\n%s", err, out)
+	if err := harness.Build(e.root, "./cmd/kubectl-task", e.plugin); err != nil {
+		return err
 	}
 
 	bin := os.Getenv("E2E_MANAGER_BINARY")

@@ -135,26 +135,20 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// Script runs hack/local-cluster.sh CMD --dir DIR, its progress on stderr.
-func (c *Cluster) Script(cmd string) error {
-	sh := exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), cmd, "--dir", c.Dir)
+// Script runs hack/local-cluster.sh CMD --dir DIR ARGS..., its progress on
+// stderr.
+func (c *Cluster) Script(cmd string, args ...string) error {
+	sh := exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), append([]string{cmd, "--dir", c.Dir}, args...)...)
 	sh.Env = append(os.Environ(), c.env...)
 	sh.Stdout, sh.Stderr = io.Discard, os.Stderr
 	if err := sh.Run(); err != nil {
-		return fmt.Errorf("hack/local-cluster.sh %s --dir %s: %w", cmd, c.Dir, err)
+		return fmt.Errorf("hack/local-cluster.sh %s --dir %s %s: %w", cmd, c.Dir, strings.Join(args, " "), err)
 	}
 	return nil
 }
 
 // LoadImages imports image archives into the real node (a no-op on kwok).
-func (c *Cluster) LoadImages(archives ...string) error {
-	sh := exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), append([]string{"load-image", "--dir", c.Dir}, archives...)...)
-	sh.Stdout, sh.Stderr = io.Discard, os.Stderr
-	if err := sh.Run(); err != nil {
-		return fmt.Errorf("hack/local-cluster.sh load-image %v: %w", archives, err)
-	}
-	return nil
-}
+func (c *Cluster) LoadImages(archives ...string) error { return c.Script("load-image", archives...) }
 
 // Down stops the cluster (hack/local-cluster.sh down).
 func (c *Cluster) Down() error { return c.Script("down") }
@@ -239,11 +233,14 @@ func (c *Cluster) ComponentPID(component string) (int, []string, error) {
 }
 
 // BuildManager builds ./cmd/manager into out.
-func BuildManager(root, out string) error {
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/manager")
+func BuildManager(root, out string) error { return Build(root, "./cmd/manager", out) }
+
+// Build builds one of the module's commands (pkg, as "./cmd/NAME") into out.
+func Build(root, pkg, out string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/manager: %w\n%s", err, b)
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
 	return nil
 }
