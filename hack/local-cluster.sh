@@ -108,8 +108,10 @@ binaries_for() { # binaries_for MODE: the Kubernetes binaries it needs
 # root-ca-certificate-publisher make service accounts and their tokens work;
 # ttl-after-finished honours Job.spec.ttlSecondsAfterFinished; the pod
 # garbage collector fails pods that can never run (say, created just before
-# their namespace began terminating), or such a namespace never goes away.
-readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller,pod-garbage-collector-controller
+# their namespace began terminating), or such a namespace never goes away;
+# the deployment and replicaset controllers run the operator deployed from
+# config/default (the e2e suite does).
+readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller
 
 KCM_QPS=${KCM_QPS:-20}
 KCM_BURST=${KCM_BURST:-30}

@@ -35,4 +35,9 @@ const (
 	// consumed when it was created, so a consumed token stays consumed even
 	// if the status write of that pass is lost.
 	AnnotationRunNowToken = "batch.taskops.io/run-now-token"
+	// AnnotationOutput records on a Job what its pods printed (the tail of
+	// the log, at most 1 KiB), captured by the operator while the Job
+	// controller was failing the Job for its deadline: it deletes the pods
+	// before it marks the Job Failed, so nothing else would be left to read.
+	AnnotationOutput = "batch.taskops.io/output"
 )

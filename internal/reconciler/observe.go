@@ -109,7 +109,19 @@ func (p *pass) readOutputs(ctx context.Context) error {
 		}
 		want[a.JobName] = true
 	}
+	captured := map[string]string{}
+	for i := range p.runs {
+		for _, a := range p.runs[i].Attempts {
+			if a.Output != "" {
+				captured[a.JobName] = a.Output
+			}
+		}
+	}
 	for name := range want {
+		if out, ok := captured[name]; ok { // its pods were deleted: see captureOutputs
+			p.setOutput(name, out)
+			continue
+		}
 		pods, err := p.r.listPods(ctx, p.task, name)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,6 +294,10 @@ func TestDeletingATaskDeletesItsActiveJobsAndLetsItGo(t *testing.T) {
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.StartJob(ctx, k8s, &job, fakeClock.Now()))
+	// The finalizer comes with the first status write, which the pass that
+	// created the Job leaves to the next one; deleted before it, the Task
+	// would leave its Job to the garbage collector, which envtest lacks.
+	waitTask(t, task, "the finalizer", func(x *v1alpha1.Task) bool { return slices.Contains(x.Finalizers, v1alpha1.Finalizer) })
 
 	must(t, k8s.Delete(ctx, getTask(t, task)))
 	eventually(t, "the Task and its Job to be gone", func() (bool, string) {

@@ -70,6 +70,9 @@ func (p *pass) run(ctx context.Context) (time.Time, error) {
 	if err := p.enforceStartTimeouts(ctx, timeout, &wake); err != nil {
 		return wake.t, err
 	}
+	if err := p.captureOutputs(ctx); err != nil {
+		return wake.t, err
+	}
 	p.steps = p.decideSteps()
 	p.plan = scheduler.PlanRuns(scheduler.Input{
 		Task: p.task, Known: p.knownRuns(), Runs: p.runStates(), ConsumedTokens: p.consumedTokens(),

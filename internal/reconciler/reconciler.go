@@ -44,6 +44,10 @@ type TaskReconciler struct {
 	// the lease it must not start anything: a pass does nothing and looks
 	// again later. nil: no leader election.
 	Lease LeaseHolder
+	// Logs, when set, reads the log tail of an attempt the Job controller
+	// is failing for its deadline (capture.go). nil: such an attempt keeps
+	// only the Job's message.
+	Logs PodLogs
 
 	// recent holds the Jobs this process created that the cache may not
 	// show yet.

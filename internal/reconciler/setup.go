@@ -54,7 +54,9 @@ func CacheOptions() cache.Options {
 //   - status.ready, .succeeded, .failed: the same PodsStarted sum.
 //   - status.conditions of type Complete and Failed (type, status, reason,
 //     message, lastTransitionTime): the attempt's phase, its failure reason
-//     and message, and when it finished.
+//     and message, and when it finished; and FailureTarget until one of
+//     those comes (an attempt whose Job is being failed, whose output the
+//     operator captures then: see capture.go).
 //   - status.completionTime: when a Complete attempt finished.
 //
 // Everything else goes, mainly the pod template (the operator builds Jobs
@@ -96,11 +98,17 @@ func trimJob(obj any) (any, error) {
 	return out, nil
 }
 
-// finishConditions are the Complete and Failed conditions of cs, the only
-// ones runs.AttemptOf reads; cs itself when it has no others.
+// finishConditions are the Complete and Failed conditions of cs, and its
+// FailureTarget while it has neither: the only ones runs.AttemptOf reads
+// (so only a Job that is being failed keeps a third condition); cs itself
+// when it has no others.
 func finishConditions(cs []batchv1.JobCondition) []batchv1.JobCondition {
+	finished := false
+	for i := range cs {
+		finished = finished || cs[i].Type == batchv1.JobComplete || cs[i].Type == batchv1.JobFailed
+	}
 	keep := func(c *batchv1.JobCondition) bool {
-		return c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed
+		return c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed || (!finished && c.Type == batchv1.JobFailureTarget)
 	}
 	n := 0
 	for i := range cs {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,6 +47,8 @@ var (
 	fakeClock *clocktesting.FakeClock
 	rec       *reconciler.TaskReconciler
 	jobOpts   = jobs.Options{ShellImage: "busybox:test", RunnerImage: "runner:test"}
+	// podLogs plays the kubelet's logs for the suite's reconciler.
+	podLogs = &fakePodLogs{logs: map[string]string{}}
 )
 
 func TestMain(m *testing.M) {
@@ -78,7 +81,7 @@ func runSuite(m *testing.M) int {
 	}
 	rec = &reconciler.TaskReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("task-operator"), Clock: fakeClock, Jobs: jobOpts,
+		Recorder: mgr.GetEventRecorder("task-operator"), Clock: fakeClock, Jobs: jobOpts, Logs: podLogs,
 	}
 	if err := rec.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -373,4 +376,29 @@ func assertKstatus(t *testing.T, task *v1alpha1.Task, want kstatus.Status) {
 	if res.Status != want {
 		t.Fatalf("kstatus %s (%s), want %s: %s", res.Status, res.Message, want, statusSummary(task))
 	}
+}
+
+// fakePodLogs serves the logs tests set, by namespace/pod.
+type fakePodLogs struct {
+	mu   sync.Mutex
+	logs map[string]string
+}
+
+func (f *fakePodLogs) set(ns, pod, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.logs[ns+"/"+pod] = text
+}
+
+func (f *fakePodLogs) Tail(_ context.Context, ns, pod, _ string, limit int64) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	text, ok := f.logs[ns+"/"+pod]
+	if !ok {
+		return "", fmt.Errorf("pods %q not found", pod)
+	}
+	if int64(len(text)) > limit {
+		text = text[int64(len(text))-limit:]
+	}
+	return text, nil
 }

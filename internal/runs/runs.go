@@ -52,6 +52,13 @@ type Attempt struct {
 	// RunNowToken is the hash of the run-now token consumed when the Job
 	// was created.
 	RunNowToken string
+	// Failing is the reason the Job controller is failing an Active
+	// attempt's Job for (its FailureTarget condition): the Job's pods are
+	// being deleted and Failed comes once they are gone. Empty otherwise.
+	Failing v1alpha1.Reason
+	// Output is what the operator captured of the pods' output while the
+	// Job was failing (v1alpha1.AnnotationOutput).
+	Output string
 }
 
 // Run is one execution the user asked for: its attempts, oldest first.
@@ -137,6 +144,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		Created:     job.CreationTimestamp.Time,
 		Generation:  annotationInt(job, v1alpha1.AnnotationGeneration),
 		RunNowToken: job.Annotations[v1alpha1.AnnotationRunNowToken],
+		Output:      job.Annotations[v1alpha1.AnnotationOutput],
 	}
 	completions := int32(1)
 	if job.Spec.Completions != nil {
@@ -173,6 +181,8 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		a.Reason = failureReason(c)
 		a.Message = c.Message
 		a.Finished = c.LastTransitionTime.Time
+	} else if c := condition(job, batchv1.JobFailureTarget); c != nil {
+		a.Failing = failureReason(c)
 	}
 	return a
 }

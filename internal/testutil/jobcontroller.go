@@ -39,7 +39,8 @@ func CompleteJob(ctx context.Context, c client.Client, job *batchv1.Job, t time.
 }
 
 // FailJob marks a Job failed at t with the Job controller's reason
-// (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy) and message.
+// (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy) and message,
+// after FailingJob or at once.
 func FailJob(ctx context.Context, c client.Client, job *batchv1.Job, t time.Time, reason, message string) error {
 	return updateJobStatus(ctx, c, job, func(s *batchv1.JobStatus) {
 		s.StartTime = ptr.To(metav1.NewTime(t.Add(-time.Second)))
@@ -47,10 +48,32 @@ func FailJob(ctx context.Context, c client.Client, job *batchv1.Job, t time.Time
 		if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
 			s.FailedIndexes = nil
 		}
-		s.Conditions = append(s.Conditions,
-			cond(batchv1.JobFailureTarget, reason, message, t),
-			cond(batchv1.JobFailed, reason, message, t))
+		if !hasCondition(s, batchv1.JobFailureTarget) {
+			s.Conditions = append(s.Conditions, cond(batchv1.JobFailureTarget, reason, message, t))
+		}
+		s.Conditions = append(s.Conditions, cond(batchv1.JobFailed, reason, message, t))
 	})
+}
+
+// FailingJob is the Job controller's first step in failing a Job (for
+// example at its deadline): FailureTarget, while its pods are deleted; Failed
+// follows (FailJob) once they are gone.
+func FailingJob(ctx context.Context, c client.Client, job *batchv1.Job, t time.Time, reason, message string) error {
+	return updateJobStatus(ctx, c, job, func(s *batchv1.JobStatus) {
+		if s.StartTime == nil {
+			s.StartTime = ptr.To(metav1.NewTime(t.Add(-time.Second)))
+		}
+		s.Conditions = append(s.Conditions, cond(batchv1.JobFailureTarget, reason, message, t))
+	})
+}
+
+func hasCondition(s *batchv1.JobStatus, t batchv1.JobConditionType) bool {
+	for _, c := range s.Conditions {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
 }
 
 // StartJob marks a Job's pods all running and ready.
@@ -126,6 +149,16 @@ func Terminated(code int32, msg string) func(*corev1.PodStatus) {
 		s.Phase = phase
 		s.ContainerStatuses = []corev1.ContainerStatus{{Name: jobs.ContainerName, Image: "x",
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: msg}}}}
+	}
+}
+
+// Running is a running pod status: its task container started and has not
+// ended.
+func Running() func(*corev1.PodStatus) {
+	return func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodRunning
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: jobs.ContainerName, Image: "x", Ready: true,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
 	}
 }
 

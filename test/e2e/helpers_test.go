@@ -115,6 +115,13 @@ func newNamespace(t *testing.T, prefix string) string {
 	if !env.op.Alive() {
 		t.Fatalf("the operator is not running (it exited: %v); see %s", env.op.ExitErr(), env.op.LogPath)
 	}
+	return makeNamespace(t, prefix)
+}
+
+// makeNamespace is newNamespace without the check that the operator
+// process runs (a test that runs the operator otherwise).
+func makeNamespace(t *testing.T, prefix string) string {
+	t.Helper()
 	name := prefix + "-" + randSuffix()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: harness.RestrictedLabels}}
 	if err := env.c.Create(ctxFor(t, 10*time.Second), ns); err != nil {
@@ -160,6 +167,8 @@ func shellTask(ns, name string, opts ...taskOpt) *v1alpha1.Task {
 func shell(cmd string) taskOpt { return harness.Shell(cmd) }
 
 func image(ref string) taskOpt { return harness.Image(ref) }
+
+func activeDeadline(seconds int64) taskOpt { return harness.ActiveDeadline(seconds) }
 
 func retries(maxRetry, initialSeconds, maxSeconds, factor int32) taskOpt {
 	return harness.Retries(maxRetry, initialSeconds, maxSeconds, factor)
@@ -235,3 +244,10 @@ func monitorStatus(t *testing.T, ns string) *harness.StatusMonitor {
 
 // secs rounds a duration for the figures the tests log.
 func secs(d time.Duration) string { return harness.Secs(d) }
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

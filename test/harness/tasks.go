@@ -78,6 +78,11 @@ func Shell(cmd string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Shell = 
 // Image sets spec.image.
 func Image(image string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Image = image } }
 
+// ActiveDeadline sets the per-attempt deadline.
+func ActiveDeadline(seconds int64) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = &seconds }
+}
+
 func Retries(maxRetry, initialSeconds, maxSeconds, factor int32) TaskOpt {
 	return func(task *v1alpha1.Task) {
 		task.Spec.MaxRetry = maxRetry

@@ -1,0 +1,66 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+const deadlineMessage = "Job was active longer than specified deadline"
+
+// At its deadline the Job controller first sets FailureTarget and deletes
+// the pods, and marks the Job Failed only once they are gone. The operator
+// reads what the still-running pod printed in between and keeps it on the
+// Job, so lastError and the history tell how far the attempt got.
+func TestAnAttemptFailedForItsDeadlineKeepsWhatItsStillRunningPodPrinted(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](3) })
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
+	must(t, err)
+	podLogs.set(ns, pod.Name, "step 1 of 2 done\n")
+
+	must(t, testutil.FailingJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
+	eventually(t, "the pod's output recorded on the Job", func() (bool, string) {
+		out := getJob(t, &job).Annotations[v1alpha1.AnnotationOutput]
+		return strings.Contains(out, "step 1 of 2 done") && strings.Contains(out, pod.Name), fmt.Sprintf("output annotation %q", out)
+	})
+	if st := getTask(t, task).Status; st.Phase != v1alpha1.PhaseRunning && st.Phase != v1alpha1.PhasePending {
+		t.Fatalf("phase %q while the Job is only being failed; want it still in progress", st.Phase)
+	}
+
+	// The Job controller deletes the pod, then marks the Job Failed.
+	must(t, k8s.Delete(ctx, pod))
+	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
+	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
+	if le := failed.Status.LastError; !strings.Contains(le, "DeadlineExceeded (attempt 1") || !strings.Contains(le, "step 1 of 2 done") {
+		t.Fatalf("lastError %q, want the deadline and the pod's last output", le)
+	}
+	if h := failed.Status.History[0]; !strings.Contains(h.Message, "step 1 of 2 done") {
+		t.Fatalf("history message %q, want the pod's last output", h.Message)
+	}
+}
+
+// Without a pod left to read (or nothing printed) the attempt fails with
+// the Job's own message, and the Job is not annotated.
+func TestAnAttemptFailedForItsDeadlineWithNoPodLeftKeepsTheJobsMessage(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "gone", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](3) })
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	must(t, testutil.FailingJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
+	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
+	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
+	if !strings.Contains(failed.Status.LastError, deadlineMessage) {
+		t.Fatalf("lastError %q, want the Job's message", failed.Status.LastError)
+	}
+	if out, ok := getJob(t, &job).Annotations[v1alpha1.AnnotationOutput]; ok {
+		t.Fatalf("the Job got an output annotation %q with no pod to read", out)
+	}
+}

@@ -1,0 +1,166 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/internal/version"
+)
+
+const (
+	deployNamespace = "task-operator-system"
+	deployLease     = "task-operator.batch.taskops.io"
+)
+
+// The path a user takes with `make deploy`: config/default (the CRD, the
+// generated RBAC, the ServiceAccount, the restricted namespace, the
+// Deployment with its probes and leader election, the metrics Service)
+// applied with the release image of `make image`, on the real node. Two
+// replicas: it reaches Available, runs a Task, and when the leader's pod is
+// deleted the other replica takes over and runs the next one. The only
+// change is an overlay that points the pods at the API server on the node's
+// bridge (KUBERNETES_SERVICE_HOST/PORT): there is no kube-proxy here.
+//
+// Not parallel: the operator process of TestMain is stopped meanwhile, so
+// only the deployed one acts.
+func TestTheDeployedOperatorRunsTasksAndFailsOver(t *testing.T) {
+	requireRealNode(t)
+	state, err := env.cluster.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(env.root, "tmp", "e2e-deploy")
+	must(t, os.MkdirAll(overlay, 0o755))
+	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`# Written by test/e2e/deploy_test.go.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../../config/default
+images:
+- name: ghcr.io/taskops/task-operator
+  newTag: %s
+patches:
+- target: {kind: Deployment, name: task-operator-controller-manager}
+  patch: |-
+    - {op: replace, path: /spec/replicas, value: 2}
+    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
+    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
+`, version.Version, state["BRIDGE_IP"], state["APISERVER_PORT"])), 0o644))
+
+	// The operator process stands down while the deployed one runs.
+	must(t, env.op.Stop())
+	t.Cleanup(func() {
+		undeploy(t)
+		if _, err := env.op.Start(); err != nil {
+			t.Errorf("restarting the operator process: %v", err)
+		}
+	})
+
+	start := time.Now()
+	kubectl(t, 60*time.Second, "apply", "--server-side", "--force-conflicts", "-k", overlay)
+	kubectl(t, 150*time.Second, "-n", deployNamespace, "wait", "--for=condition=Available", "deployment/task-operator-controller-manager", "--timeout=140s")
+	kubectl(t, 150*time.Second, "-n", deployNamespace, "rollout", "status", "deployment/task-operator-controller-manager", "--timeout=140s")
+	t.Logf("config/default with 2 replicas Available %s after the apply", secs(time.Since(start)))
+	pods := managerPods(t)
+	if len(pods) != 2 {
+		t.Fatalf("manager pods %v, want 2", podPhases(pods))
+	}
+	for _, p := range pods {
+		if img := p.Spec.Containers[0].Image; img != version.Image() {
+			t.Errorf("manager pod %s runs %s, want the release image %s", p.Name, img, version.Image())
+		}
+	}
+
+	ns := makeNamespace(t, "e2e-deployed")
+	create(t, shellTask(ns, "first", shell(`echo "run by the deployed operator"`)))
+	kubectlWait(t, ns, "condition=Ready", "task/first", 90*time.Second)
+	if logs := kubectlTask(t, 30*time.Second, "logs", "first", "-n", ns); !strings.Contains(logs, "run by the deployed operator") {
+		t.Errorf("kubectl task logs first: %q", logs)
+	}
+
+	leader := leaderPod(t, pods)
+	deleted := time.Now()
+	must(t, env.c.Delete(ctxFor(t, 10*time.Second), &leader))
+	t.Logf("deleted the leader's pod %s", leader.Name)
+	create(t, shellTask(ns, "second", shell(`echo "after the failover"`)))
+	kubectlWait(t, ns, "condition=Ready", "task/second", 120*time.Second)
+	t.Logf("a Task created after the leader's pod was deleted was Ready %s later", secs(time.Since(deleted)))
+	if now := leaderPod(t, managerPods(t)); now.Name == leader.Name {
+		t.Errorf("the Lease still names the deleted pod %s", leader.Name)
+	}
+}
+
+func managerPods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	must(t, env.c.List(ctxFor(t, 10*time.Second), &list, client.InNamespace(deployNamespace),
+		client.MatchingLabels{"control-plane": "controller-manager"}))
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// leaderPod is the manager pod the leader Lease names (its holder identity
+// starts with the pod's hostname, which is its name).
+func leaderPod(t *testing.T, pods []corev1.Pod) corev1.Pod {
+	t.Helper()
+	var found corev1.Pod
+	eventually(t, 60*time.Second, "a manager pod to hold the Lease", func(ctx context.Context) (bool, string) {
+		var lease coordinationv1.Lease
+		if err := env.c.Get(ctx, client.ObjectKey{Namespace: deployNamespace, Name: deployLease}, &lease); err != nil {
+			return false, err.Error()
+		}
+		holder := ""
+		if lease.Spec.HolderIdentity != nil {
+			holder = *lease.Spec.HolderIdentity
+		}
+		for _, p := range pods {
+			if strings.HasPrefix(holder, p.Name) {
+				found = p
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("holder %q, pods %v", holder, podPhases(pods))
+	})
+	return found
+}
+
+// undeploy removes what the test deployed, except the CRD (the other tests
+// use it): the operator's namespace and its cluster-wide RBAC. It waits for
+// the manager pods to be gone, so no two operators ever act at once.
+func undeploy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, args := range [][]string{
+		{"delete", "namespace", deployNamespace, "--ignore-not-found", "--wait=false"},
+		{"delete", "clusterrole,clusterrolebinding", "-l", "app.kubernetes.io/part-of=task-operator", "--ignore-not-found"},
+	} {
+		if out, err := env.runKubectl(ctx, args...); err != nil {
+			t.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	eventually(t, 90*time.Second, "the deployed operator's pods to be gone", func(ctx context.Context) (bool, string) {
+		var list corev1.PodList
+		err := env.c.List(ctx, &list, client.InNamespace(deployNamespace))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err.Error()
+		}
+		return len(list.Items) == 0, fmt.Sprintf("pods %v", podPhases(list.Items))
+	})
+}
