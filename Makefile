@@ -100,7 +100,7 @@ install: ## Install the CRD into the cluster of the current kubeconfig.
 	$(KUBECTL) apply --server-side -k config/crd
 
 .PHONY: run
-run: node-deps ## Run the operator against the current kubeconfig's cluster, or a local one it starts (ARGS= adds manager flags).
+run: node-deps image ## Run the operator against the current kubeconfig's cluster, or a local one it starts (ARGS= adds manager flags).
 	hack/run.sh $(ARGS)
 
 .PHONY: demo

@@ -65,6 +65,11 @@ if $use_local; then
   export_line=$(hack/local-cluster.sh up) || die "the local cluster did not start (logs: ${LOCAL_CLUSTER_DIR:-tmp/local-cluster}/logs/)"
   eval "$export_line"
   export KUBECONFIG
+  # A real node pulls nothing: give it the release image (`make run` builds
+  # it), whose /task-runner http Tasks run.
+  if [ -f bin/image/task-operator.tar ]; then
+    hack/local-cluster.sh load-image bin/image/task-operator.tar >&2 || die "could not load bin/image/task-operator.tar into the local cluster"
+  fi
 fi
 
 context=$("$kubectl" config current-context 2>/dev/null || true)
