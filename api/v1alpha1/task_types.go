@@ -175,6 +175,14 @@ type TaskSpec struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`
 	Image string `json:"image,omitempty"`
 
+	// ImagePullPolicy of the Task's container (Always, IfNotPresent,
+	// Never), as in a pod. Default: Kubernetes' rule (Always for a
+	// `:latest` or untagged image, else IfNotPresent). It applies to the
+	// runner image of http Tasks too.
+	// +optional
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
 	// Env is passed to the Task's container. Names starting with TASK_HTTP_
 	// are reserved for the http runner.
 	// +optional

@@ -73,6 +73,8 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 			[]string{"metadata.name must be a DNS-1123 label"}},
 		{"an unknown type is refused", shellTask("bad-type", func(t *v1alpha1.Task) { t.Spec.Type = "python" }),
 			[]string{"spec.type", "Unsupported value"}},
+		{"an unknown imagePullPolicy is refused", shellTask("bad-pull", func(t *v1alpha1.Task) { t.Spec.ImagePullPolicy = "Sometimes" }),
+			[]string{"spec.imagePullPolicy", "Unsupported value"}},
 		{"a shell Task without shell is refused", shellTask("no-shell", func(t *v1alpha1.Task) { t.Spec.Shell = "" }),
 			[]string{"spec.shell is required when type is shell"}},
 		{"a shell Task with a url is refused", shellTask("shell-url", func(t *v1alpha1.Task) { t.Spec.URL = "https://x.example" }),

@@ -257,6 +257,7 @@ func container(task *v1alpha1.Task, opts Options) corev1.Container {
 		SecurityContext:          containerSecurityContext(),
 		Resources:                resources(task),
 		Env:                      userEnv(task),
+		ImagePullPolicy:          task.Spec.ImagePullPolicy,
 	}
 	switch task.Spec.Type {
 	case v1alpha1.TaskTypeHTTP:

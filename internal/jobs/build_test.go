@@ -391,6 +391,16 @@ func TestBuildPodTemplate(t *testing.T) {
 		task  *v1alpha1.Task
 		check func(t *testing.T, pod corev1.PodTemplateSpec, job *batchv1.Job)
 	}{
+		{"imagePullPolicy is Kubernetes' default unless the Task sets it", newTask(), func(t *testing.T, pod corev1.PodTemplateSpec, _ *batchv1.Job) {
+			if p := pod.Spec.Containers[0].ImagePullPolicy; p != "" {
+				t.Errorf("imagePullPolicy = %q, want unset (Kubernetes' rule)", p)
+			}
+		}},
+		{"imagePullPolicy is passed through", newTask(func(t *v1alpha1.Task) { t.Spec.ImagePullPolicy = corev1.PullNever }), func(t *testing.T, pod corev1.PodTemplateSpec, _ *batchv1.Job) {
+			if p := pod.Spec.Containers[0].ImagePullPolicy; p != corev1.PullNever {
+				t.Errorf("imagePullPolicy = %q, want Never", p)
+			}
+		}},
 		{"pod metadata is merged and the operator's labels win", newTask(withPodMetadata), func(t *testing.T, pod corev1.PodTemplateSpec, job *batchv1.Job) {
 			want := map[string]string{
 				"team":                         "data",
