@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // How a Task's status is read. Nothing here trusts a status the operator
@@ -53,7 +53,7 @@ func pendingRunNowToken(t *v1alpha1.Task) (string, bool) {
 	if token == "" || t.Status.ObservedGeneration == 0 {
 		return "", false
 	}
-	if jobs.TokenHash(token) == t.Status.LastRunNowToken {
+	if runs.TokenHash(token) == t.Status.LastRunNowToken {
 		return "", false
 	}
 	return token, true
@@ -79,7 +79,7 @@ func phaseLine(t *v1alpha1.Task) string {
 		phase = string(v1alpha1.PhasePending)
 	}
 	var run string
-	if st.CurrentRun != "" && st.CurrentRun != jobs.RunIDOneShot {
+	if st.CurrentRun != "" && st.CurrentRun != runs.OneShot {
 		run = "run " + st.CurrentRun + ", "
 	}
 	attempt := fmt.Sprintf("attempt %d/%d", st.Attempts, maxAttempts(t))

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // These tests read the trackers without an API server.
@@ -36,8 +36,8 @@ func TestPendingRunNowToken(t *testing.T) {
 		task *v1alpha1.Task
 		want bool
 	}{
-		{"new token", withToken("a", jobs.TokenHash("b"), 1), true},
-		{"consumed token", withToken("a", jobs.TokenHash("a"), 1), false},
+		{"new token", withToken("a", runs.TokenHash("b"), 1), true},
+		{"consumed token", withToken("a", runs.TokenHash("a"), 1), false},
 		{"token present before the operator's first look", withToken("a", "", 0), false},
 		{"empty token", withToken("", "", 1), false},
 	}
@@ -58,14 +58,14 @@ func TestTaskTrackerFollowsPendingRunNow(t *testing.T) {
 	tr := newTaskTracker()
 	progress, done := tr.observe(task)
 	if done != nil {
-		t.Fatalf("finished with %+v; want to wait for run %s", done, jobs.RunNowRunID("again"))
+		t.Fatalf("finished with %+v; want to wait for run %s", done, runs.RunNowID("again"))
 	}
-	if want := "waiting for the operator to start run " + jobs.RunNowRunID("again"); progress != want {
+	if want := "waiting for the operator to start run " + runs.RunNowID("again"); progress != want {
 		t.Errorf("progress %q, want %q", progress, want)
 	}
 	// The operator takes the token, the run fails.
-	task.Status.LastRunNowToken = jobs.TokenHash("again")
-	task.Status.History = append([]v1alpha1.RunRecord{{RunID: jobs.RunNowRunID("again"), Attempts: 3,
+	task.Status.LastRunNowToken = runs.TokenHash("again")
+	task.Status.History = append([]v1alpha1.RunRecord{{RunID: runs.RunNowID("again"), Attempts: 3,
 		Result: v1alpha1.RunResultFailed, Message: "RetriesExhausted: boom"}}, task.Status.History...)
 	_, done = tr.observe(task)
 	if done == nil || done.code != ExitFailed || !strings.Contains(done.lines[0], "failed after 3 attempts: RetriesExhausted: boom") {
@@ -76,9 +76,9 @@ func TestTaskTrackerFollowsPendingRunNow(t *testing.T) {
 func TestRunTrackerTokenTakenAtCreation(t *testing.T) {
 	task := observedTask(1, func(task *v1alpha1.Task) {
 		task.Annotations = map[string]string{v1alpha1.AnnotationRunNow: "tok"}
-		task.Status.LastRunNowToken = jobs.TokenHash("tok")
+		task.Status.LastRunNowToken = runs.TokenHash("tok")
 	})
-	_, done := (&runTracker{id: jobs.RunNowRunID("tok"), token: "tok"}).observe(task)
+	_, done := (&runTracker{id: runs.RunNowID("tok"), token: "tok"}).observe(task)
 	if done == nil || done.code != ExitError || !strings.Contains(done.lines[0], "as part of the Task's creation") {
 		t.Fatalf("outcome %+v", done)
 	}

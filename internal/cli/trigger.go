@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // maxTokenLength bounds a user-chosen run-now token.
@@ -119,7 +119,7 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		}
 		return fmt.Errorf("setting the run-now annotation on task/%s: %w", key.Name, err)
 	}
-	id := jobs.RunNowRunID(token)
+	id := runs.RunNowID(token)
 	fmt.Fprintf(a.out(), "task/%s triggered: run %s (run-now token %q)\n", key.Name, id, token)
 	if !wait {
 		return nil

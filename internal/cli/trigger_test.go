@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // finishedOneShot creates a one-shot Task whose run 0 succeeded.
@@ -24,10 +24,10 @@ func finishedOneShot(t *testing.T, ns, name string) types.NamespacedName {
 // token and starts its run.
 func acceptRunNow(t *testing.T, key types.NamespacedName, token string) {
 	t.Helper()
-	id := jobs.RunNowRunID(token)
+	id := runs.RunNowID(token)
 	now := metav1.Now()
 	setStatus(t, key, func(task *v1alpha1.Task) {
-		task.Status.LastRunNowToken = jobs.TokenHash(token)
+		task.Status.LastRunNowToken = runs.TokenHash(token)
 		task.Status.CurrentRun = id
 		task.Status.Phase = v1alpha1.PhaseRunning
 		task.Status.Attempts = 1
@@ -74,7 +74,7 @@ func TestTriggerWaitSucceeds(t *testing.T) {
 	if !tokenPattern.MatchString(token) {
 		t.Errorf("token %q does not look like <UTC timestamp>-<random hex>", token)
 	}
-	id := jobs.RunNowRunID(token)
+	id := runs.RunNowID(token)
 	inv.waitOutput(t, inv.stdout, "task/report triggered: run "+id+` (run-now token "`+token+`")`)
 	// Ready=True from run 0 does not end the wait for the new run.
 	inv.waitOutput(t, inv.stderr, "task/report: waiting for the operator to start run "+id)
@@ -93,7 +93,7 @@ func TestTriggerWaitFails(t *testing.T) {
 	ns := newNamespace(t)
 	key := finishedOneShot(t, ns, "deploy")
 	const token = "pipeline-4711"
-	id := jobs.RunNowRunID(token)
+	id := runs.RunNowID(token)
 	inv := start(t, "-n", ns, "trigger", "deploy", "--run-now-token", token, "--wait", "--timeout", "30s")
 	inv.waitOutput(t, inv.stderr, "waiting for the operator to start run "+id)
 	if got := getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]; got != token {
@@ -124,7 +124,7 @@ func TestTriggerQueuedAndReplaced(t *testing.T) {
 	setStatus(t, key, func(task *v1alpha1.Task) { inProgress(task, v1alpha1.PhaseRunning, 1) })
 
 	inv := start(t, "-n", ns, "trigger", "busy", "--run-now-token", "first", "--wait", "--timeout", "30s")
-	inv.waitOutput(t, inv.stderr, "run "+jobs.RunNowRunID("first")+" queued behind run 0 (concurrencyPolicy Forbid), which is Running (attempt 1/1)")
+	inv.waitOutput(t, inv.stderr, "run "+runs.RunNowID("first")+" queued behind run 0 (concurrencyPolicy Forbid), which is Running (attempt 1/1)")
 
 	if code, _, stderr := runCLI(t, "-n", ns, "trigger", "busy", "--run-now-token", "second"); code != ExitOK {
 		t.Fatalf("second trigger: exit code %d\n%s", code, stderr)
@@ -152,5 +152,5 @@ func TestTriggerWithoutWait(t *testing.T) {
 		t.Fatalf("exit code %d\n%s", code, stderr)
 	}
 	token := getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]
-	assertContains(t, "stdout", stdout, "task/quick triggered: run "+jobs.RunNowRunID(token))
+	assertContains(t, "stdout", stdout, "task/quick triggered: run "+runs.RunNowID(token))
 }

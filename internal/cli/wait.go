@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 func (a *app) waitCommand() *cobra.Command {
@@ -158,7 +158,7 @@ func (w *taskTracker) observe(t *v1alpha1.Task) (string, *outcome) {
 		return "Pending (waiting for the operator to pick up the Task)", nil
 	}
 	if token, ok := pendingRunNowToken(t); ok {
-		w.run = &runTracker{id: jobs.RunNowRunID(token)}
+		w.run = &runTracker{id: runs.RunNowID(token)}
 		return w.run.observe(t)
 	}
 	if isCron(t) {
@@ -259,7 +259,7 @@ func (r *runTracker) observe(t *v1alpha1.Task) (string, *outcome) {
 // when it never will.
 func (r *runTracker) notStarted(t *v1alpha1.Task) (string, *outcome) {
 	if r.token != "" {
-		hash := jobs.TokenHash(r.token)
+		hash := runs.TokenHash(r.token)
 		switch {
 		case t.Status.LastRunNowToken == hash:
 			// Consumed without a run: the operator saw the token before it

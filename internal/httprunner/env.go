@@ -101,12 +101,6 @@ func (e *DefinitionError) Error() string {
 	return strings.Join(e.Problems, "; ")
 }
 
-// IsDefinitionError reports whether err means "bad request definition".
-func IsDefinitionError(err error) bool {
-	var de *DefinitionError
-	return errors.As(err, &de)
-}
-
 // ParseEnv reads and validates the request definition. It is pure: getenv is
 // os.Getenv in production and a map lookup in tests. An unset variable and an
 // empty one mean the same (that is all getenv can tell). On error the

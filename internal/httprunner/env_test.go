@@ -1,6 +1,7 @@
 package httprunner
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,7 +126,8 @@ func TestParseEnvRefusesABadDefinition(t *testing.T) {
 			if err == nil {
 				t.Fatal("ParseEnv accepted the definition")
 			}
-			if !IsDefinitionError(err) {
+			var de *DefinitionError
+			if !errors.As(err, &de) {
 				t.Errorf("error %T is not a *DefinitionError", err)
 			}
 			mustContain(t, err.Error(), tc.want...)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 var testOpts = Options{ShellImage: "busybox:1.37", RunnerImage: "ghcr.io/taskops/task-operator:v1"}
@@ -205,7 +206,7 @@ func TestBuildJobSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, Build(tt.task, RunIDOneShot, 1, nil, testOpts))
+			tt.check(t, Build(tt.task, runs.OneShot, 1, nil, testOpts))
 		})
 	}
 }
@@ -229,7 +230,7 @@ func TestBuildPodFailurePolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rules := Build(tt.task, RunIDOneShot, 1, nil, testOpts).Spec.PodFailurePolicy.Rules
+			rules := Build(tt.task, runs.OneShot, 1, nil, testOpts).Spec.PodFailurePolicy.Rules
 			first := rules[0]
 			if first.Action != batchv1.PodFailurePolicyActionIgnore || len(first.OnPodConditions) != 1 ||
 				first.OnPodConditions[0].Type != corev1.DisruptionTarget || first.OnPodConditions[0].Status != corev1.ConditionTrue {
@@ -310,7 +311,7 @@ func TestBuildHTTPTask(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := Build(tt.task, RunIDOneShot, 1, nil, testOpts)
+			job := Build(tt.task, runs.OneShot, 1, nil, testOpts)
 			c := job.Spec.Template.Spec.Containers[0]
 			if c.Image != testOpts.RunnerImage {
 				t.Errorf("image = %q, want the runner image %q", c.Image, testOpts.RunnerImage)
@@ -333,7 +334,7 @@ func TestBuildNeverCarriesASecretValue(t *testing.T) {
 		{Name: "X-Plain", Value: ptr.To("visible")},
 		{Name: "Authorization", ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "api-token", Key: "bearer"}}},
 	}}))
-	job := Build(task, RunIDOneShot, 1, nil, testOpts)
+	job := Build(task, runs.OneShot, 1, nil, testOpts)
 	env := envMap(job.Spec.Template.Spec.Containers[0])
 
 	secret := env["TASK_HTTP_HEADER_1_VALUE"]
@@ -364,7 +365,7 @@ func TestBuildShellCommandReachesTheShellVerbatim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Build(newTask(func(t *v1alpha1.Task) { t.Spec.Shell = tt.shell }), RunIDOneShot, 1, nil, testOpts).Spec.Template.Spec.Containers[0]
+			c := Build(newTask(func(t *v1alpha1.Task) { t.Spec.Shell = tt.shell }), runs.OneShot, 1, nil, testOpts).Spec.Template.Spec.Containers[0]
 			want := []string{"/bin/sh", "-c", tt.want}
 			if !equality.Semantic.DeepEqual(c.Command, want) {
 				t.Errorf("command = %q, want %q", c.Command, want)
@@ -440,7 +441,7 @@ func TestBuildPodTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := Build(tt.task, RunIDOneShot, 1, nil, testOpts)
+			job := Build(tt.task, runs.OneShot, 1, nil, testOpts)
 			tt.check(t, job.Spec.Template, job)
 		})
 	}

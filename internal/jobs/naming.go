@@ -1,4 +1,5 @@
 // Package jobs names and builds the batch/v1 Job of one attempt of a Task.
+// The run ids that go into the names are internal/runs' (ids.go).
 //
 // Everything here is pure: the same Task, run id and attempt always give the
 // same Job name and the same Job, so a restarted operator (or a new leader)
@@ -10,14 +11,9 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
-
-// RunIDOneShot is the run id of the initial run of a one-shot Task (a Task
-// without spec.schedule).
-const RunIDOneShot = "0"
 
 const (
 	// maxNameLength bounds a Job name. The Job controller names an Indexed
@@ -31,45 +27,7 @@ const (
 	// UID) practically never meets its predecessor's Jobs, short enough to
 	// leave room for the Task name.
 	uidHashLength = 5
-
-	// runNowHashLength is how many hex digits of sha256(token) make a
-	// run-now run id.
-	runNowHashLength = 10
 )
-
-// ScheduledRunID is the run id of the scheduled run for a cron slot:
-// "s<unix seconds of the slot>". Unix seconds are label-safe and the same
-// whatever the Task's time zone, so a restart computes the same id.
-func ScheduledRunID(slot time.Time) string {
-	return "s" + strconv.FormatInt(slot.Unix(), 10)
-}
-
-// TokenHash is the lowercase hex sha256 of a run-now token. The status
-
-// SlotOfRunID is the slot of a scheduled run id ("s<unix seconds>").
-func SlotOfRunID(runID string) (time.Time, bool) {
-	if !strings.HasPrefix(runID, "s") {
-		return time.Time{}, false
-	}
-	sec, err := strconv.ParseInt(runID[1:], 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(sec, 0).UTC(), true
-}
-
-// records this hash (not the token) as the last consumed token.
-func TokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
-// RunNowRunID is the run id of the run started by a run-now token:
-// "m<first 10 hex digits of sha256(token)>". Hashing makes any token (it is
-// free text in an annotation) label-safe and bounded.
-func RunNowRunID(token string) string {
-	return "m" + TokenHash(token)[:runNowHashLength]
-}
 
 // Name is the deterministic name of the Job of one attempt:
 //
@@ -81,7 +39,7 @@ func RunNowRunID(token string) string {
 //	  - uidhash: the first 5 hex digits of sha256(task UID), always present, so
 //	    a deleted and re-created Task never adopts or collides with its
 //	    predecessor's Jobs (which may still be terminating).
-//	  - runID: which run ("0", "s<unix>", "m<hash>") the Job belongs to.
+//	  - runID: which run ("0", "s<unix>", "m<hash>": runs/ids.go) the Job belongs to.
 //	  - attempt: the 1-based attempt within the run; one Job per attempt.
 //
 // The result is a valid DNS-1123 label (and therefore subdomain) of at most

@@ -4,13 +4,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // newTask is a valid one-shot shell Task; opts adjust it.
@@ -45,31 +45,6 @@ func withUID(uid string) func(*v1alpha1.Task) {
 // name63 is the longest Task name admission accepts.
 var name63 = strings.Repeat("a", 30) + "-" + strings.Repeat("b", 32)
 
-func TestRunIDs(t *testing.T) {
-	// sha256("abc"), from FIPS 180-2 appendix B.1.
-	const abcSHA256 = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-
-	tests := []struct {
-		name string
-		got  string
-		want string
-	}{
-		{"the one-shot run id is 0", RunIDOneShot, "0"},
-		{"a scheduled run id is s and the slot's unix seconds", ScheduledRunID(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), "s1767225600"},
-		{"a scheduled run id does not depend on the slot's time zone", ScheduledRunID(time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("CET", 3600))), "s1767225600"},
-		{"the token hash is the full lowercase hex sha256", TokenHash("abc"), abcSHA256},
-		{"the token hash of an empty token is sha256 of nothing", TokenHash(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-		{"a run-now run id is m and the first 10 hex digits of the token hash", RunNowRunID("abc"), "m" + abcSHA256[:10]},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.got != tt.want {
-				t.Errorf("got %q, want %q", tt.got, tt.want)
-			}
-		})
-	}
-}
-
 func TestNameIsAValidLabelOfAtMost60Characters(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -77,14 +52,14 @@ func TestNameIsAValidLabelOfAtMost60Characters(t *testing.T) {
 		runID   string
 		attempt int32
 	}{
-		{"a 63-character task name with the one-shot run", name63, RunIDOneShot, 101},
+		{"a 63-character task name with the one-shot run", name63, runs.OneShot, 101},
 		{"a 63-character task name with a scheduled run", name63, "s1767225600", 101},
 		{"a 63-character task name with a run-now run", name63, "m0123456789", 101},
 		{"a task name truncated right after a dash", strings.Repeat("a", 37) + "-" + strings.Repeat("b", 25), "m0123456789", 101},
 		{"a task name made of one-character groups", strings.Repeat("a-", 31) + "a", "s1767225600", 1},
-		{"a short task name", "x", RunIDOneShot, 1},
-		{"a task name with dots that bypassed admission", "my.task.example.com", RunIDOneShot, 1},
-		{"an empty task name", "", RunIDOneShot, 1},
+		{"a short task name", "x", runs.OneShot, 1},
+		{"a task name with dots that bypassed admission", "my.task.example.com", runs.OneShot, 1},
+		{"an empty task name", "", runs.OneShot, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

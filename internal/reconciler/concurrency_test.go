@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
@@ -43,7 +43,7 @@ func TestRunNowWaitsForTheActiveRunUnderForbid(t *testing.T) {
 	}
 
 	must(t, testutil.CompleteJob(ctx, k8s, &first, fakeClock.Now()))
-	runID := jobs.RunNowRunID("later")
+	runID := runs.RunNowID("later")
 	waitTask(t, task, "the waiting run started", func(x *v1alpha1.Task) bool {
 		return x.Status.CurrentRun == runID && x.Status.Phase == v1alpha1.PhaseRunning
 	})
@@ -57,7 +57,7 @@ func TestRunNowStopsTheActiveRunUnderReplace(t *testing.T) {
 	first := waitJobs(t, task, 1)[0]
 
 	setRunNow(t, task, "now")
-	runID := jobs.RunNowRunID("now")
+	runID := runs.RunNowID("now")
 	got := waitTask(t, task, "the replacing run", func(x *v1alpha1.Task) bool {
 		return x.Status.CurrentRun == runID && x.Status.Phase == v1alpha1.PhaseRunning && len(x.Status.Active) == 1
 	})
@@ -77,7 +77,7 @@ func TestRunNowOverlapsTheActiveRunUnderAllow(t *testing.T) {
 	waitJobs(t, task, 1)
 	setRunNow(t, task, "parallel")
 	got := waitTask(t, task, "two active runs", func(x *v1alpha1.Task) bool { return len(x.Status.Active) == 2 })
-	if got.Status.CurrentRun != jobs.RunNowRunID("parallel") {
+	if got.Status.CurrentRun != runs.RunNowID("parallel") {
 		t.Fatalf("currentRun %s, want the newest run", got.Status.CurrentRun)
 	}
 }
@@ -111,7 +111,7 @@ func TestASuspendedOneShotTaskWaitsAndARunNowRunsAnyway(t *testing.T) {
 	// A run-now token runs even while suspended.
 	setRunNow(t, task, "urgent")
 	waitJobs(t, task, 2)
-	jobOf(t, task, jobs.RunNowRunID("urgent"), 1)
+	jobOf(t, task, runs.RunNowID("urgent"), 1)
 }
 
 func TestDecisionsAreRecordedAsEvents(t *testing.T) {

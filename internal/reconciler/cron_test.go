@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
@@ -50,7 +50,7 @@ func toSlot(t *testing.T, task *v1alpha1.Task) time.Time {
 
 func slotJob(t *testing.T, task *v1alpha1.Task, slot time.Time) {
 	t.Helper()
-	id := jobs.ScheduledRunID(slot)
+	id := runs.ScheduledID(slot)
 	eventually(t, "the Job of slot "+id, func() (bool, string) {
 		for _, j := range jobsOf(t, task) {
 			if j.Labels[v1alpha1.LabelRun] == id {
@@ -155,7 +155,7 @@ func TestForbidSkipsASlotWhileARunIsActiveAndReplaceStopsIt(t *testing.T) {
 	slotJob(t, replace, slotA)
 	slotB := toSlot(t, replace)
 	slotJob(t, replace, slotB)
-	old := jobOf(t, replace, jobs.ScheduledRunID(slotA), 1)
+	old := jobOf(t, replace, runs.ScheduledID(slotA), 1)
 	if !ptr.Deref(old.Spec.Suspend, false) || old.Annotations[v1alpha1.AnnotationStopReason] != string(v1alpha1.AttemptReplaced) {
 		t.Fatalf("Replace did not stop the older run: %v", old.Annotations)
 	}
@@ -201,7 +201,7 @@ func TestHistoryLimitsPruneTheJobsOfOldRuns(t *testing.T) {
 		s := toSlot(t, task)
 		slots = append(slots, s)
 		slotJob(t, task, s)
-		job := jobOf(t, task, jobs.ScheduledRunID(s), 1)
+		job := jobOf(t, task, runs.ScheduledID(s), 1)
 		if i == 1 {
 			must(t, testutil.FailJob(ctx, k8s, job, fakeClock.Now(), "BackoffLimitExceeded", "x"))
 		} else {
@@ -216,8 +216,8 @@ func TestHistoryLimitsPruneTheJobsOfOldRuns(t *testing.T) {
 		n := len(jobsOf(t, task))
 		return n == 2, itoa(n) + " Jobs"
 	})
-	jobOf(t, task, jobs.ScheduledRunID(slots[1]), 1) // the one failure is kept
-	jobOf(t, task, jobs.ScheduledRunID(slots[2]), 1) // the newest success is kept
+	jobOf(t, task, runs.ScheduledID(slots[1]), 1) // the one failure is kept
+	jobOf(t, task, runs.ScheduledID(slots[2]), 1) // the newest success is kept
 	got := getTask(t, task)
 	if len(got.Status.History) != 3 {
 		t.Fatalf("pruning lost history: %+v", got.Status.History)
@@ -230,7 +230,7 @@ func TestALastRunFailedForGoodMakesACronTaskNotReady(t *testing.T) {
 	task, _ := scheduledTask(t, ns, "cron-fails")
 	s := toSlot(t, task)
 	slotJob(t, task, s)
-	must(t, testutil.FailJob(ctx, k8s, jobOf(t, task, jobs.ScheduledRunID(s), 1), fakeClock.Now(), "BackoffLimitExceeded", "x"))
+	must(t, testutil.FailJob(ctx, k8s, jobOf(t, task, runs.ScheduledID(s), 1), fakeClock.Now(), "BackoffLimitExceeded", "x"))
 	got := waitTask(t, task, "LastRunFailed", func(x *v1alpha1.Task) bool {
 		c := condition(x, v1alpha1.ConditionReady)
 		return c != nil && c.Reason == string(v1alpha1.ReasonLastRunFailed)
@@ -247,7 +247,7 @@ func TestRunNowWorksOnACronTask(t *testing.T) {
 	task, _ := scheduledTask(t, ns, "cron-now")
 	setRunNow(t, task, "deploy-7")
 	waitJobs(t, task, 1)
-	jobOf(t, task, jobs.RunNowRunID("deploy-7"), 1)
+	jobOf(t, task, runs.RunNowID("deploy-7"), 1)
 }
 
 func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
@@ -254,7 +255,7 @@ func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testi
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	done := waitTask(t, task, "phase Succeeded", phaseIs(ok))
-	if done.Status.LastRunNowToken != jobs.TokenHash("at-creation") {
+	if done.Status.LastRunNowToken != runs.TokenHash("at-creation") {
 		t.Fatalf("the token present at creation was not recorded: %q", done.Status.LastRunNowToken)
 	}
 	if n := len(jobsOf(t, task)); n != 1 {
@@ -262,13 +263,13 @@ func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testi
 	}
 
 	setRunNow(t, task, "build-42")
-	runID := jobs.RunNowRunID("build-42")
+	runID := runs.RunNowID("build-42")
 	rerun := waitTask(t, task, "the run-now run", func(x *v1alpha1.Task) bool {
 		return x.Status.CurrentRun == runID && x.Status.Phase == v1alpha1.PhaseRunning
 	})
 	assertConditions(t, rerun, U, F, T, F)
 	assertKstatus(t, rerun, kstatus.InProgressStatus)
-	if rerun.Status.Attempts != 1 || rerun.Status.LastRunNowToken != jobs.TokenHash("build-42") {
+	if rerun.Status.Attempts != 1 || rerun.Status.LastRunNowToken != runs.TokenHash("build-42") {
 		t.Fatalf("rerun status: %s", statusSummary(rerun))
 	}
 	waitJobs(t, task, 2)

@@ -159,7 +159,7 @@ func (p *pass) decideSteps() map[string]retry.Step {
 	steps := make(map[string]retry.Step, len(p.runs))
 	for i := range p.runs {
 		run := &p.runs[i]
-		paused := suspended && !scheduler.IsRunNow(run.ID)
+		paused := suspended && !runs.IsRunNow(run.ID)
 		steps[run.ID] = retry.Next(run, policy, paused, p.now)
 	}
 	return steps

@@ -1,7 +1,10 @@
-// Package scheduler holds the time math and run planning of cron Tasks.
+// Package scheduler decides which runs of a Task start now: the initial run
+// of a one-shot Task, a run-now token's run, and a cron Task's due slot,
+// each under suspend and concurrencyPolicy (plan.go); and the time math of
+// cron schedules behind it (cron.go, cron_count.go).
 //
-// The cron part (this file and cron_count.go) is pure: no clocks, no API
-// calls; every function takes the current time as a parameter.
+// Everything here is pure: no clocks, no API calls; every function takes
+// the current time as a parameter.
 //
 // # What a slot is
 //
@@ -54,6 +57,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
 	// The Go time zone database is embedded in the binary so spec.timeZone
 	// works in a distroless image without /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -88,10 +92,6 @@ type Slots struct {
 
 // MinEvery is the shortest "@every" duration accepted.
 const MinEvery = time.Second
-
-// noNextSlotWait is what WaitUntilNext answers when no slot can ever come
-// (which Parse prevents for every date a Kubernetes object can carry).
-const noNextSlotWait = 24 * time.Hour
 
 var descriptors = map[string]bool{
 	"@yearly": true, "@annually": true, "@monthly": true, "@weekly": true,
@@ -336,26 +336,4 @@ func (s *Schedule) dueCron(earliest, now time.Time) Slots {
 	// first and second are both in the window, so at least one is missed.
 	out.Missed = max(s.countSlots(earliest.Unix(), now.Unix())-1, 1)
 	return out
-}
-
-// WaitUntilNext returns the exact duration from now until Next(now), at
-// least 1ms so it can be used as RequeueAfter. For "@every" schedules
-// Next(now) is now + d, which can be later than the Task's real next slot
-// (anchored at its last run): use Slots.WaitUntilNext there.
-func (s *Schedule) WaitUntilNext(now time.Time) time.Duration {
-	return waitUntil(s.Next(now), now)
-}
-
-// WaitUntilNext returns the exact duration from now until sl.Next, at
-// least 1ms so it can be used as RequeueAfter. It is right for every kind
-// of schedule, "@every" included.
-func (sl Slots) WaitUntilNext(now time.Time) time.Duration {
-	return waitUntil(sl.Next, now)
-}
-
-func waitUntil(next, now time.Time) time.Duration {
-	if next.IsZero() {
-		return noNextSlotWait
-	}
-	return max(next.Sub(now), time.Millisecond)
 }

@@ -847,60 +847,6 @@ func TestNextMatchesTheWallClock(t *testing.T) {
 	}
 }
 
-func TestWaitUntilNext(t *testing.T) {
-	hourly := mustParse(t, "0 * * * *", "")
-	every := mustParse(t, "@every 90s", "")
-	cases := []struct {
-		name string
-		got  time.Duration
-		want time.Duration
-	}{
-		{
-			name: "the wait until the next slot is exact to the nanosecond",
-			got:  hourly.WaitUntilNext(at("2024-01-01T10:15:00.5Z")),
-			want: 44*time.Minute + 59*time.Second + 500*time.Millisecond,
-		},
-		{
-			name: "the wait from a slot instant is a whole period, never zero",
-			got:  hourly.WaitUntilNext(at("2024-01-01T10:00:00Z")),
-			want: time.Hour,
-		},
-		{
-			name: "a next slot less than a millisecond away waits one millisecond",
-			got:  hourly.WaitUntilNext(at("2024-01-01T10:59:59.9999Z")),
-			want: time.Millisecond,
-		},
-		{
-			name: "@every waits its duration from the whole second of now",
-			got:  every.WaitUntilNext(at("2024-01-01T00:00:00.25Z")),
-			want: 90*time.Second - 250*time.Millisecond,
-		},
-		{
-			name: "the wait until Slots.Next follows the @every anchor",
-			got: every.Due(at("2024-01-01T00:00:00Z"), nil, at("2024-01-01T00:04:00Z")).
-				WaitUntilNext(at("2024-01-01T00:04:00Z")),
-			want: 30 * time.Second,
-		},
-		{
-			name: "the wait until Slots.Next is at least a millisecond",
-			got:  Slots{Next: at("2024-01-01T00:00:00Z")}.WaitUntilNext(at("2024-01-01T00:00:01Z")),
-			want: time.Millisecond,
-		},
-		{
-			name: "slots without a next slot wait a day",
-			got:  Slots{}.WaitUntilNext(at("2024-01-01T00:00:00Z")),
-			want: 24 * time.Hour,
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.got != tc.want {
-				t.Errorf("wait = %v, want %v", tc.got, tc.want)
-			}
-		})
-	}
-}
-
 func BenchmarkDueEveryMinuteInNewYorkSinceYearOne(b *testing.B) {
 	s, err := Parse("* * * * *", "America/New_York")
 	if err != nil {

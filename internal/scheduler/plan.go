@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // RunState is what the planner needs of one run that exists.
@@ -58,10 +58,6 @@ type Plan struct {
 	SkippedSlot string
 }
 
-// IsRunNow reports whether a run id was started by a run-now token. Such a
-// run keeps retrying while the Task is suspended.
-func IsRunNow(runID string) bool { return len(runID) > 0 && runID[0] == 'm' }
-
 // PlanRuns decides which runs start now: the initial run of a one-shot Task,
 // a new run-now token, and (for cron Tasks) the due slot, each following
 // suspend and concurrencyPolicy.
@@ -71,8 +67,8 @@ func PlanRuns(in Input) Plan {
 	suspended := spec.Suspend != nil && *spec.Suspend
 	active := activeRuns(in.Runs)
 
-	if in.Schedule == nil && !in.Known[jobs.RunIDOneShot] && !suspended {
-		p.Start = append(p.Start, NewRun{ID: jobs.RunIDOneShot})
+	if in.Schedule == nil && !in.Known[runs.OneShot] && !suspended {
+		p.Start = append(p.Start, NewRun{ID: runs.OneShot})
 	}
 	if in.Schedule != nil {
 		planSlot(in, active, suspended, &p)
@@ -91,7 +87,7 @@ func planSlot(in Input, active []string, suspended bool, p *Plan) {
 	if slots.Due.IsZero() {
 		return
 	}
-	id := jobs.ScheduledRunID(slots.Due)
+	id := runs.ScheduledID(slots.Due)
 	switch {
 	case in.Known[id]:
 		// Started by a pass whose status write was lost.
@@ -141,7 +137,7 @@ func lastSlot(in Input) time.Time {
 		last = t.Time
 	}
 	for id := range in.Known {
-		if t, ok := jobs.SlotOfRunID(id); ok && t.After(last) {
+		if t, ok := runs.SlotOf(id); ok && t.After(last) {
 			last = t
 		}
 	}
@@ -173,8 +169,8 @@ func planRunNow(in Input, active []string, p *Plan) {
 	if !ok || token == "" {
 		return
 	}
-	hash := jobs.TokenHash(token)
-	id := jobs.RunNowRunID(token)
+	hash := runs.TokenHash(token)
+	id := runs.RunNowID(token)
 	st := &in.Task.Status
 	switch {
 	case hash == st.LastRunNowToken:

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 var (
@@ -48,7 +48,7 @@ func runNow(token string) func(*v1alpha1.Task) {
 	return func(t *v1alpha1.Task) { t.Annotations = map[string]string{v1alpha1.AnnotationRunNow: token} }
 }
 func consumed(token string) func(*v1alpha1.Task) {
-	return func(t *v1alpha1.Task) { t.Status.LastRunNowToken = jobs.TokenHash(token) }
+	return func(t *v1alpha1.Task) { t.Status.LastRunNowToken = runs.TokenHash(token) }
 }
 func deadline(s int64) func(*v1alpha1.Task) {
 	return func(t *v1alpha1.Task) { t.Spec.StartingDeadlineSeconds = ptr.To(s) }
@@ -62,7 +62,7 @@ func known(ids ...string) map[string]bool {
 	return m
 }
 
-func slot(t time.Time) NewRun { return NewRun{ID: jobs.ScheduledRunID(t), Scheduled: &t} }
+func slot(t time.Time) NewRun { return NewRun{ID: runs.ScheduledID(t), Scheduled: &t} }
 
 func TestPlanRuns(t *testing.T) {
 	noonSlot, halfPast := noon, time.Date(2026, 11, 29, 11, 30, 0, 0, time.UTC)
@@ -91,32 +91,32 @@ func TestPlanRuns(t *testing.T) {
 		{
 			name: "a run-now token present at creation is recorded without a run",
 			task: task(neverReconciled, runNow("a")), now: noon,
-			want: Plan{Start: []NewRun{{ID: "0"}}, RunNowToken: jobs.TokenHash("a")},
+			want: Plan{Start: []NewRun{{ID: "0"}}, RunNowToken: runs.TokenHash("a")},
 		},
 		{
 			name: "a new run-now token starts one run",
 			task: task(runNow("b"), consumed("a")), known: known("0"), now: noon,
-			want: Plan{Start: []NewRun{{ID: jobs.RunNowRunID("b")}}, RunNowToken: jobs.TokenHash("b")},
+			want: Plan{Start: []NewRun{{ID: runs.RunNowID("b")}}, RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a consumed run-now token starts nothing",
-			task: task(runNow("b"), consumed("b")), known: known("0", jobs.RunNowRunID("b")), now: noon,
+			task: task(runNow("b"), consumed("b")), known: known("0", runs.RunNowID("b")), now: noon,
 		},
 		{
 			name: "a run-now run that exists but was not recorded is recorded without a second run",
-			task: task(runNow("b"), consumed("a")), known: known("0", jobs.RunNowRunID("b")), now: noon,
-			want: Plan{RunNowToken: jobs.TokenHash("b")},
+			task: task(runNow("b"), consumed("a")), known: known("0", runs.RunNowID("b")), now: noon,
+			want: Plan{RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a token set after the first Job but before the first status write starts a run",
 			task: task(neverReconciled, runNow("c")), known: known("0"), runs: []RunState{{ID: "0"}}, now: noon,
-			want: Plan{Start: []NewRun{{ID: jobs.RunNowRunID("c")}}, RunNowToken: jobs.TokenHash("c")},
+			want: Plan{Start: []NewRun{{ID: runs.RunNowID("c")}}, RunNowToken: runs.TokenHash("c")},
 		},
 		{
 			name: "a token a Job records as consumed starts nothing",
 			task: task(neverReconciled, runNow("c")), known: known("0"), runs: []RunState{{ID: "0"}},
-			consumed: map[string]bool{jobs.TokenHash("c"): true}, now: noon,
-			want: Plan{RunNowToken: jobs.TokenHash("c")},
+			consumed: map[string]bool{runs.TokenHash("c"): true}, now: noon,
+			want: Plan{RunNowToken: runs.TokenHash("c")},
 		},
 		{
 			name: "a run-now token waits for the active run under Forbid",
@@ -126,17 +126,17 @@ func TestPlanRuns(t *testing.T) {
 		{
 			name: "a run-now token stops the active run under Replace",
 			task: task(runNow("b"), concurrency(v1alpha1.ReplaceConcurrent)), known: known("0"), runs: []RunState{{ID: "0", Active: true}}, now: noon,
-			want: Plan{Start: []NewRun{{ID: jobs.RunNowRunID("b")}}, Replace: []string{"0"}, RunNowToken: jobs.TokenHash("b")},
+			want: Plan{Start: []NewRun{{ID: runs.RunNowID("b")}}, Replace: []string{"0"}, RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a run-now token overlaps the active run under Allow",
 			task: task(runNow("b"), concurrency(v1alpha1.AllowConcurrent)), known: known("0"), runs: []RunState{{ID: "0", Active: true}}, now: noon,
-			want: Plan{Start: []NewRun{{ID: jobs.RunNowRunID("b")}}, RunNowToken: jobs.TokenHash("b")},
+			want: Plan{Start: []NewRun{{ID: runs.RunNowID("b")}}, RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a run-now token runs while the Task is suspended",
 			task: task(runNow("b"), suspend), known: known("0"), runs: []RunState{{ID: "0", Active: false}}, now: noon,
-			want: Plan{Start: []NewRun{{ID: jobs.RunNowRunID("b")}}, RunNowToken: jobs.TokenHash("b")},
+			want: Plan{Start: []NewRun{{ID: runs.RunNowID("b")}}, RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a cron Task that never ran starts the slot due since its creation",
@@ -149,11 +149,11 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "a cron Task whose last slot ran starts nothing before the next slot",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(jobs.ScheduledRunID(noonSlot)), now: noon.Add(29 * time.Minute),
+			task: task(withSchedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(29 * time.Minute),
 		},
 		{
 			name: "a slot already started by a lost pass is not started again",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(jobs.ScheduledRunID(noonSlot)), now: noon.Add(time.Second),
+			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(time.Second),
 		},
 		{
 			name: "after downtime only the newest missed slot starts",
@@ -172,26 +172,26 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "a slot is skipped while a run is active under Forbid",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(jobs.ScheduledRunID(halfPast)),
-			runs: []RunState{{ID: jobs.ScheduledRunID(halfPast), Active: true}}, now: noon,
+			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(halfPast)),
+			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: true}}, now: noon,
 			want: Plan{SkippedSlot: SkipForbidden},
 		},
 		{
 			name: "a paused run does not count as active under Forbid",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(jobs.ScheduledRunID(halfPast)),
-			runs: []RunState{{ID: jobs.ScheduledRunID(halfPast), Active: false}}, now: noon,
+			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(halfPast)),
+			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: false}}, now: noon,
 			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
 			name: "a slot stops the active run under Replace",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), concurrency(v1alpha1.ReplaceConcurrent)), known: known(jobs.ScheduledRunID(halfPast)),
-			runs: []RunState{{ID: jobs.ScheduledRunID(halfPast), Active: true}}, now: noon,
-			want: Plan{Start: []NewRun{slot(noonSlot)}, Replace: []string{jobs.ScheduledRunID(halfPast)}},
+			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), concurrency(v1alpha1.ReplaceConcurrent)), known: known(runs.ScheduledID(halfPast)),
+			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: true}}, now: noon,
+			want: Plan{Start: []NewRun{slot(noonSlot)}, Replace: []string{runs.ScheduledID(halfPast)}},
 		},
 		{
 			name: "a slot overlaps the active run under Allow",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), concurrency(v1alpha1.AllowConcurrent)), known: known(jobs.ScheduledRunID(halfPast)),
-			runs: []RunState{{ID: jobs.ScheduledRunID(halfPast), Active: true}}, now: noon,
+			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), concurrency(v1alpha1.AllowConcurrent)), known: known(runs.ScheduledID(halfPast)),
+			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: true}}, now: noon,
 			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
@@ -206,7 +206,7 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "a clock that went backwards starts nothing",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(jobs.ScheduledRunID(noonSlot)), now: noon.Add(-time.Hour),
+			task: task(withSchedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(-time.Hour),
 		},
 		{
 			name: "an @every schedule starts its first slot one period after creation",
@@ -216,7 +216,7 @@ func TestPlanRuns(t *testing.T) {
 		{
 			name: "a cron Task takes run-now and its slot in one pass under Allow",
 			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), runNow("x"), concurrency(v1alpha1.AllowConcurrent)), now: noon,
-			want: Plan{Start: []NewRun{slot(noonSlot), {ID: jobs.RunNowRunID("x")}}, RunNowToken: jobs.TokenHash("x")},
+			want: Plan{Start: []NewRun{slot(noonSlot), {ID: runs.RunNowID("x")}}, RunNowToken: runs.TokenHash("x")},
 		},
 	}
 	for _, c := range cases {

@@ -20,6 +20,7 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/httprunner"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
 )
 
@@ -122,9 +123,9 @@ func admit(ctx context.Context, c *check, hs *harness, ns, name string) admissio
 
 	// The Job of the last attempt of the run (the longest name), as the
 	// reconciler builds it.
-	runID := jobs.RunIDOneShot
+	runID := runs.OneShot
 	if slot != nil {
-		runID = jobs.ScheduledRunID(*slot)
+		runID = runs.ScheduledID(*slot)
 	}
 	job := jobs.Build(task, runID, task.Spec.MaxRetry+1, slot, jobOpts)
 	job.Namespace = ns

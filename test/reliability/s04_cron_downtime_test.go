@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -125,7 +125,7 @@ func cronDowntime(t *testing.T, schedule string, period time.Duration, slotsDown
 		}
 		resumed := map[string]bool{}
 		for _, j := range list.Items {
-			if slot, ok := jobs.SlotOfRunID(j.Labels[v1alpha1.LabelRun]); ok && slot.After(restarted) {
+			if slot, ok := runs.SlotOf(j.Labels[v1alpha1.LabelRun]); ok && slot.After(restarted) {
 				resumed[j.Labels[v1alpha1.LabelTask]] = true
 			}
 		}
@@ -149,7 +149,7 @@ func cronDowntime(t *testing.T, schedule string, period time.Duration, slotsDown
 			if j.Labels[v1alpha1.LabelTask] != c.name {
 				continue
 			}
-			slot, ok := jobs.SlotOfRunID(j.Labels[v1alpha1.LabelRun])
+			slot, ok := runs.SlotOf(j.Labels[v1alpha1.LabelRun])
 			if !ok {
 				t.Errorf("%s: Job %s has run id %q", c.name, j.Name, j.Labels[v1alpha1.LabelRun])
 				continue
@@ -173,7 +173,7 @@ func cronDowntime(t *testing.T, schedule string, period time.Duration, slotsDown
 		}
 		lag := time.Duration(0)
 		if catchUp != nil {
-			slot, _ := jobs.SlotOfRunID(catchUp.Labels[v1alpha1.LabelRun])
+			slot, _ := runs.SlotOf(catchUp.Labels[v1alpha1.LabelRun])
 			lag = catchUp.CreationTimestamp.Sub(slot)
 			if !slot.Equal(newest) {
 				t.Errorf("%s: the catch-up run is for slot %s, not the newest missed one (%s)", c.name, slot.UTC().Format(time.TimeOnly), newest.UTC().Format(time.TimeOnly))

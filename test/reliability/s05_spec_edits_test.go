@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -145,7 +145,7 @@ func TestS05SpecEdits(t *testing.T) {
 			if err != nil || len(js) == 0 {
 				return false, fmt.Sprintf("no Job yet (%v)", err)
 			}
-			at, ok := jobs.SlotOfRunID(js[0].Labels[v1alpha1.LabelRun])
+			at, ok := runs.SlotOf(js[0].Labels[v1alpha1.LabelRun])
 			if !ok {
 				return false, "run id " + js[0].Labels[v1alpha1.LabelRun]
 			}
@@ -162,8 +162,8 @@ func TestS05SpecEdits(t *testing.T) {
 		edited := time.Now()
 		patchTask(t, ns, "cron", map[string]any{"spec": map[string]any{"schedule": "@every 7s",
 			"podMetadata": map[string]any{"annotations": map[string]any{harness.SimMessage: "schedule v2"}}}})
-		retro := jobs.ScheduledRunID(slot.Add(7 * time.Second))
-		next := jobs.ScheduledRunID(slot.Add(14 * time.Second))
+		retro := runs.ScheduledID(slot.Add(7 * time.Second))
+		next := runs.ScheduledID(slot.Add(14 * time.Second))
 		var nextJob batchv1.Job
 		harness.Eventually(t, 40*time.Second, "slot L+14's run", note(op), func(ctx context.Context) (bool, string) {
 			js, err := harness.JobsOf(ctx, s.c, ns, "cron")

@@ -1,0 +1,62 @@
+package runs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The run-id grammar. A run id names one execution the user asked for and
+// goes into Job names and the batch.taskops.io/run label, so every form is
+// short and label-safe:
+//
+//	"0"            the initial run of a one-shot Task (OneShot)
+//	"s<unix secs>" the run of a cron slot (ScheduledID)
+//	"m<10 hex>"    the run a run-now token started (RunNowID)
+
+// OneShot is the run id of the initial run of a one-shot Task (a Task
+// without spec.schedule).
+const OneShot = "0"
+
+// runNowHashLength is how many hex digits of sha256(token) make a run-now
+// run id.
+const runNowHashLength = 10
+
+// ScheduledID is the run id of the scheduled run for a cron slot:
+// "s<unix seconds of the slot>". Unix seconds are label-safe and the same
+// whatever the Task's time zone, so a restart computes the same id.
+func ScheduledID(slot time.Time) string {
+	return "s" + strconv.FormatInt(slot.Unix(), 10)
+}
+
+// SlotOf is the slot of a scheduled run id ("s<unix seconds>").
+func SlotOf(runID string) (time.Time, bool) {
+	if !strings.HasPrefix(runID, "s") {
+		return time.Time{}, false
+	}
+	sec, err := strconv.ParseInt(runID[1:], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(sec, 0).UTC(), true
+}
+
+// TokenHash is the lowercase hex sha256 of a run-now token. The status
+// records this hash (not the token) as the last consumed token.
+func TokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// RunNowID is the run id of the run started by a run-now token:
+// "m<first 10 hex digits of sha256(token)>". Hashing makes any token (it is
+// free text in an annotation) label-safe and bounded.
+func RunNowID(token string) string {
+	return "m" + TokenHash(token)[:runNowHashLength]
+}
+
+// IsRunNow reports whether a run id was started by a run-now token. Such a
+// run keeps retrying while the Task is suspended.
+func IsRunNow(runID string) bool { return strings.HasPrefix(runID, "m") }
