@@ -498,6 +498,13 @@ type TaskStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	LastError string `json:"lastError,omitempty"`
 
+	// LastErrorJobName is the Job of the attempt lastError is about (for a
+	// Job that was deleted, the name it had). The operator reads an
+	// attempt's output once: a lastError already about this Job stays.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	LastErrorJobName string `json:"lastErrorJobName,omitempty"`
+
 	// History lists the last runs, newest first.
 	// +optional
 	// +listType=atomic
@@ -543,6 +550,12 @@ type RunRecord struct {
 	// CompletionTime is when the run finished.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Reason says, as a CamelCase word, how the run ended: Succeeded,
+	// RetriesExhausted, NotRetryable or Replaced; empty while it runs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason Reason `json:"reason,omitempty"`
 
 	// Message says how the run ended.
 	// +optional

@@ -3,39 +3,39 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/runs"
 )
 
-// findMissingAttempts looks for the Job of every attempt the stored status
+// findMissingAttempts (part of stage 1, observe) looks for the Job of every attempt the stored status
 // records for a running run but the cache does not show. Usually the cache
 // is just behind; otherwise a user deleted the Job, or removed the labels
 // the operator's cache selects its Jobs by. The reactions, documented in
 // the README:
 //
 //   - The Job exists and this Task controls it: it is the attempt. Labels
-//     it lost are put back (one patch), so the cache sees it again.
+//     it lost are put back (one patch, by the plan), so the cache sees it
+//     again.
 //   - The Job is gone (or another object controls a Job of that name): the
 //     attempt counts as failed with reason JobDeleted, and the retry policy
 //     decides; the next attempt starts at once, without backoff.
 //
 // Without this a run whose only Job vanished would have no Job to judge and
 // no step to take: the Task would wait for ever.
-func (p *pass) findMissingAttempts(ctx context.Context) error {
+func (p *pass) findMissingAttempts(ctx context.Context, in *plan.Input) error {
 	for _, rec := range p.old.History {
 		if rec.Result != v1alpha1.RunResultRunning || rec.Attempts < 1 {
 			continue
 		}
-		if run := findRun(p.runs, rec.RunID); run != nil && run.Latest().Number >= rec.Attempts {
+		if run := runs.Find(in.Runs, rec.RunID); run != nil && run.Latest().Number >= rec.Attempts {
 			continue
 		}
 		var scheduled *time.Time
@@ -45,20 +45,23 @@ func (p *pass) findMissingAttempts(ctx context.Context) error {
 		name := jobs.Name(p.task, rec.RunID, rec.Attempts)
 		key := ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}
 		if created := p.r.recent.get(key, p.now); created != nil {
-			p.addAttempt(rec.RunID, scheduled, runs.AttemptOf(created, rec.Attempts))
+			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, runs.AttemptOf(created, rec.Attempts))
 			continue
 		}
 		job := &batchv1.Job{}
 		err := p.r.APIReader.Get(ctx, key, job)
 		switch {
 		case err == nil && runs.ControlledBy(job, p.task.UID):
-			if err := p.restoreLabels(ctx, job, rec.RunID, rec.Attempts); err != nil {
-				return err
+			if missing := p.lostLabels(job, rec.RunID, rec.Attempts); len(missing) > 0 {
+				if in.Relabel == nil {
+					in.Relabel = map[string]map[string]string{}
+				}
+				in.Relabel[job.Name] = missing
 			}
-			p.addAttempt(rec.RunID, scheduled, runs.AttemptOf(job, rec.Attempts))
+			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, runs.AttemptOf(job, rec.Attempts))
 		case err == nil || apierrors.IsNotFound(err):
-			p.addAttempt(rec.RunID, scheduled, deletedAttempt(rec, name, p.now))
-			p.deletedJobs++
+			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, deletedAttempt(rec, name, p.now))
+			in.DeletedJobs++
 		default:
 			return err
 		}
@@ -86,32 +89,14 @@ func deletedAttempt(rec v1alpha1.RunRecord, jobName string, now time.Time) runs.
 	return a
 }
 
-// restoreLabels puts back the labels the operator finds its Jobs by, when
-// a user removed or changed them. Other labels are left as they are.
-func (p *pass) restoreLabels(ctx context.Context, job *batchv1.Job, runID string, attempt int32) error {
-	want := jobs.Build(p.task, runID, attempt, nil, p.r.Jobs).Labels
+// lostLabels are the labels the operator finds its Jobs by that a user
+// removed or changed on job (none when the cache was only behind).
+func (p *pass) lostLabels(job *batchv1.Job, runID string, attempt int32) map[string]string {
 	missing := map[string]string{}
-	for k, v := range want {
+	for k, v := range jobs.Build(p.task, runID, attempt, nil, p.r.Jobs).Labels {
 		if job.Labels[k] != v {
 			missing[k] = v
 		}
 	}
-	if len(missing) == 0 {
-		return nil // the cache was only behind
-	}
-	if !p.r.leaseHeld() {
-		return errLeaseLapsed
-	}
-	patch := map[string]any{"metadata": map[string]any{"labels": missing}}
-	if err := p.r.Client.Patch(ctx, job, ctrl.RawPatch(mergePatchType, mustJSON(patch))); err != nil {
-		return ctrl.IgnoreNotFound(err)
-	}
-	if job.Labels == nil {
-		job.Labels = map[string]string{}
-	}
-	maps.Copy(job.Labels, missing)
-	log.FromContext(ctx).Info("restored the labels of a child Job", "job", job.Name, "labels", missing)
-	p.r.event(p.task, job, eventNormal, v1alpha1.EventJobLabelsRestored, "RestoreLabels",
-		fmt.Sprintf("Job %s had lost the operator's labels; they were put back", job.Name))
-	return nil
+	return missing
 }

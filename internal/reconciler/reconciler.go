@@ -1,8 +1,3 @@
-// Package reconciler turns Tasks into Jobs. One pass reads the time once,
-// observes the Task's Jobs, asks the pure planners (internal/scheduler for
-// which runs start, internal/retry for each run's next attempt) what to do,
-// does it, and writes the status once, by patch with optimistic locking, only
-// when it changed.
 package reconciler
 
 import (
@@ -10,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +17,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/plan"
 )
 
 // TaskReconciler reconciles Tasks.
@@ -119,11 +114,11 @@ func (r *TaskReconciler) addFinalizer(ctx context.Context, task *v1alpha1.Task) 
 	if controllerutil.ContainsFinalizer(task, v1alpha1.Finalizer) {
 		return nil
 	}
-	status := task.Status // the patch response overwrites it
+	computed := task.Status // the patch response overwrites it
 	base := task.DeepCopy()
 	controllerutil.AddFinalizer(task, v1alpha1.Finalizer)
 	err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{}))
-	task.Status = status
+	task.Status = computed
 	return err
 }
 
@@ -143,23 +138,31 @@ func onConflict(ctx context.Context, err error) (reconcile.Result, error) {
 	return reconcile.Result{}, err
 }
 
-// reconcileNormal runs one pass for a Task that is not being deleted.
+// reconcileNormal runs one pass for a Task that is not being deleted, in
+// stages: each reads only what the stages before it left.
 func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
 	p := &pass{r: r, task: task, old: task.Status.DeepCopy(), now: r.Clock.Now()}
-	wake, runErr := p.run(ctx)
-	// Passes that must stand down write nothing.
+
+	// 1. Observe: the Jobs, the attempts whose Job is missing, the pods the
+	// decision needs (observe.go). Nothing to record without them.
+	in, err := p.observe(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// 2. Decide, once, into one plan (internal/plan, pure).
+	p.plan = plan.Decide(in)
+	// 3. Act on the plan (act.go).
+	actErr := p.act(ctx)
 	switch {
-	case errors.Is(runErr, errLeaseLapsed):
-		return standDown(ctx)
-	case errors.Is(runErr, errNamespaceTerminating):
+	case errors.Is(actErr, errLeaseLapsed):
+		return standDown(ctx) // a pass that must stand down writes nothing
+	case errors.Is(actErr, errNamespaceTerminating):
 		// No requeue: the namespace controller deletes the Task, and that
 		// brings the next pass.
-		log.FromContext(ctx).V(1).Info(runErr.Error())
+		log.FromContext(ctx).V(1).Info(actErr.Error())
 		return reconcile.Result{}, nil
-	}
-
-	if runErr == nil && p.recordLater() {
-		res := requeueAt(wake, p.now)
+	case actErr == nil && p.plan.RecordLater(p.created):
+		res := requeueAt(p.plan.Wake, p.now)
 		if res.RequeueAfter > 0 {
 			// The queue merges a requeue with an item already waiting for
 			// the same Task, keeping the higher priority: the new Job's
@@ -169,7 +172,15 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		}
 		return res, nil
 	}
-	task.Status = computeStatus(task, p.outcome())
+	// 4. Read what the pods of newly finished attempts said (outputs.go).
+	// This comes back to the API server after acting: which attempts the
+	// status lacks the output of is known only from the runs as the pass
+	// left them, and each is read once, only when the status is written.
+	if actErr == nil {
+		actErr = p.readOutputs(ctx)
+	}
+	// 5. Compute the status (internal/status, pure) and write it once.
+	task.Status = p.computeStatus()
 	if !r.leaseHeld() {
 		// Paused past the lease during this pass: the status patch would
 		// be refused anyway if stale (optimistic locking); do not send it.
@@ -183,14 +194,16 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		r.written.forget(task.UID)
 		return onConflict(ctx, err)
 	}
+	// 6. Report what changed between the old and the written status
+	// (report.go), then expire the Task or look again when the plan says.
 	p.reportTransitions()
-	if runErr != nil {
-		return reconcile.Result{}, runErr
+	if actErr != nil {
+		return reconcile.Result{}, actErr
 	}
-	if p.expired {
+	if p.plan.Expire {
 		return r.expire(ctx, task)
 	}
-	return requeueAt(wake, p.now), nil
+	return requeueAt(p.plan.Wake, p.now), nil
 }
 
 // writeStatus patches the status when it changed, with optimistic locking:
@@ -233,18 +246,4 @@ func requeueAt(wake, now time.Time) reconcile.Result {
 	// A wake-up starts work (a slot, a retry): the default priority, not
 	// the one of the Job event that may have brought this pass.
 	return reconcile.Result{RequeueAfter: d, Priority: ptr.To(startPriority)}
-}
-
-// ownedJobsIndex indexes Jobs by the UID of their controller.
-const ownedJobsIndex = ".metadata.controllerUID"
-
-// JobControllerUID is the index function of ownedJobsIndex.
-func JobControllerUID(obj ctrl.Object) []string {
-	job := obj.(*batchv1.Job)
-	for _, ref := range job.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "Task" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-			return []string{string(ref.UID)}
-		}
-	}
-	return nil
 }

@@ -16,9 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -369,12 +367,10 @@ func getJob(t *testing.T, job *batchv1.Job) *batchv1.Job {
 // read from the Task, with the kstatus library itself.
 func assertKstatus(t *testing.T, task *v1alpha1.Task, want kstatus.Status) {
 	t.Helper()
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(task)
+	got, msg, err := testutil.Kstatus(task)
 	must(t, err)
-	res, err := kstatus.Compute(&unstructured.Unstructured{Object: obj})
-	must(t, err)
-	if res.Status != want {
-		t.Fatalf("kstatus %s (%s), want %s: %s", res.Status, res.Message, want, statusSummary(task))
+	if got != want {
+		t.Fatalf("kstatus %s (%s), want %s: %s", got, msg, want, statusSummary(task))
 	}
 }
 

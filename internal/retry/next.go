@@ -121,3 +121,16 @@ func exhausted(attempts int32, why string) string {
 	}
 	return fmt.Sprintf("all %d attempts failed; attempt %d: %s", attempts, attempts, why)
 }
+
+// Steps is the next step of every run of a Task: Next under the Task's
+// policy, with suspend pausing every run but those a run-now token started.
+func Steps(spec *v1alpha1.TaskSpec, rs []runs.Run, now time.Time) map[string]Step {
+	policy := PolicyFor(spec)
+	suspended := spec.Suspend != nil && *spec.Suspend
+	steps := make(map[string]Step, len(rs))
+	for i := range rs {
+		paused := suspended && !runs.IsRunNow(rs[i].ID)
+		steps[rs[i].ID] = Next(&rs[i], policy, paused, now)
+	}
+	return steps
+}

@@ -61,6 +61,12 @@ type Attempt struct {
 	Output string
 }
 
+// Stop marks the attempt stopped by the operator at at, for reason: what
+// the stop annotations on its Job say once written.
+func (a *Attempt) Stop(reason v1alpha1.Reason, message string, at time.Time) {
+	a.Phase, a.Reason, a.Message, a.Finished = Stopped, reason, message, at
+}
+
 // Run is one execution the user asked for: its attempts, oldest first.
 type Run struct {
 	ID        string
@@ -82,6 +88,45 @@ func (r *Run) Attempt(n int32) *Attempt {
 		}
 	}
 	return nil
+}
+
+// Find returns the run with id, or nil.
+func Find(rs []Run, id string) *Run {
+	for i := range rs {
+		if rs[i].ID == id {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+// AddAttempt adds attempt a to run runID of rs (a new run when rs has none
+// with that id, scheduled at scheduled) and returns rs, oldest run first. An
+// attempt the run already has is left as it is. rs changes in place: Clone
+// it first to keep the original.
+func AddAttempt(rs []Run, runID string, scheduled *time.Time, a Attempt) []Run {
+	if run := Find(rs, runID); run != nil {
+		if run.Attempt(a.Number) == nil {
+			attempts := append(run.Attempts, a)
+			sort.Slice(attempts, func(x, y int) bool { return attempts[x].Number < attempts[y].Number })
+			run.Attempts = attempts
+		}
+		return rs
+	}
+	rs = append(rs, Run{ID: runID, Scheduled: scheduled, Attempts: []Attempt{a}})
+	SortOldestFirst(rs)
+	return rs
+}
+
+// Clone copies rs deeply enough that changing an attempt of the copy
+// leaves rs as it is.
+func Clone(rs []Run) []Run {
+	out := make([]Run, len(rs))
+	for i, r := range rs {
+		out[i] = r
+		out[i].Attempts = append([]Attempt(nil), r.Attempts...)
+	}
+	return out
 }
 
 // FromJobs groups the Jobs controlled by the Task with UID owner into runs,
@@ -128,8 +173,8 @@ func SortOldestFirst(rs []Run) {
 		if rs[i].Scheduled != nil && rs[j].Scheduled != nil && !rs[i].Scheduled.Equal(*rs[j].Scheduled) {
 			return rs[i].Scheduled.Before(*rs[j].Scheduled)
 		}
-		if (rs[i].ID == "0") != (rs[j].ID == "0") {
-			return rs[i].ID == "0"
+		if (rs[i].ID == OneShot) != (rs[j].ID == OneShot) {
+			return rs[i].ID == OneShot
 		}
 		return rs[i].ID < rs[j].ID
 	})

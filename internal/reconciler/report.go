@@ -11,6 +11,7 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/scheduler"
+	"github.com/taskops/task-operator/internal/status"
 )
 
 const (
@@ -24,10 +25,10 @@ func (r *TaskReconciler) event(task *v1alpha1.Task, related runtime.Object, typ 
 		return
 	}
 	if related == nil {
-		r.Recorder.Eventf(task, nil, typ, string(reason), action, "%s", head(note, maxMessage))
+		r.Recorder.Eventf(task, nil, typ, string(reason), action, "%s", status.Head(note, status.MaxMessage))
 		return
 	}
-	r.Recorder.Eventf(task, related, typ, string(reason), action, "%s", head(note, maxMessage))
+	r.Recorder.Eventf(task, related, typ, string(reason), action, "%s", status.Head(note, status.MaxMessage))
 }
 
 // reportTransitions tells, in events and metrics, what changed between the
@@ -38,7 +39,7 @@ func (p *pass) reportTransitions() {
 	r, task, old, st := p.r, p.task, p.old, &p.task.Status
 	typ := task.Spec.Type
 	for _, h := range st.History {
-		if h.Result == v1alpha1.RunResultRunning || historyFinal(old.History, h.RunID) {
+		if h.Result == v1alpha1.RunResultRunning || status.RunFinal(old.History, h.RunID) {
 			continue
 		}
 		if h.StartTime != nil && h.CompletionTime != nil {
@@ -62,20 +63,21 @@ func (p *pass) reportTransitions() {
 			fmt.Sprintf("run %s: attempt %d starts at %s (in %s)", st.CurrentRun, st.Attempts+1,
 				st.NextRetryTime.UTC().Format(time.RFC3339), st.NextRetryTime.Sub(p.now).Round(time.Second)))
 	}
-	if p.invalid != nil {
+	if problem := p.problem(); problem != nil {
 		oldC := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionStalled)
-		if oldC == nil || oldC.Reason != string(p.invalid.Reason) || oldC.Message != head(p.invalid.Message, maxMessage) {
+		if oldC == nil || oldC.Reason != string(problem.Reason) || oldC.Message != status.Head(problem.Message, status.MaxMessage) {
 			reason := v1alpha1.EventInvalidSpec
-			if p.invalid.Reason == v1alpha1.ReasonInvalidSchedule {
+			if problem.Reason == v1alpha1.ReasonInvalidSchedule {
 				reason = v1alpha1.EventInvalidSchedule
 			}
-			r.event(task, nil, eventWarning, reason, "Validate", p.invalid.Message)
+			r.event(task, nil, eventWarning, reason, "Validate", problem.Message)
 		}
 	}
-	if p.plan.RunNowToken != "" && p.plan.RunNowToken != old.LastRunNowToken && old.ObservedGeneration != 0 {
+	sp := &p.plan.Schedule
+	if sp.RunNowToken != "" && sp.RunNowToken != old.LastRunNowToken && old.ObservedGeneration != 0 {
 		r.event(task, nil, eventNormal, v1alpha1.EventRunNowAccepted, "RunNow", "a new run-now token started a run")
 	}
-	if s := p.plan.Slots; s != nil && !s.Due.IsZero() && (old.LastScheduleTime == nil || s.Due.After(old.LastScheduleTime.Time)) {
+	if s := sp.Slots; s != nil && !s.Due.IsZero() && (old.LastScheduleTime == nil || s.Due.After(old.LastScheduleTime.Time)) {
 		p.slotEvents(s)
 	}
 }
@@ -85,7 +87,7 @@ func (p *pass) reportTransitions() {
 func (p *pass) slotEvents(s *scheduler.Slots) {
 	r, task := p.r, p.task
 	slot := s.Due.UTC().Format(time.RFC3339)
-	switch p.plan.SkippedSlot {
+	switch p.plan.Schedule.SkippedSlot {
 	case scheduler.SkipTooLate:
 		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: it could not start within startingDeadlineSeconds", slot))

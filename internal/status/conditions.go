@@ -1,4 +1,4 @@
-package reconciler
+package status
 
 import (
 	"fmt"
@@ -14,6 +14,13 @@ import (
 // The contract's conditions table: which row a Task is in decides its phase
 // and its Ready, Failed, Reconciling and Stalled conditions.
 
+// judgement is what the table is read with, beyond the new status.
+type judgement struct {
+	steps   map[string]retry.Step
+	problem *Problem
+	now     time.Time
+}
+
 // verdict is one row of the contract's conditions table.
 type verdict struct {
 	phase       v1alpha1.TaskPhase
@@ -25,12 +32,12 @@ type verdict struct {
 }
 
 // setPhaseAndConditions applies the contract's conditions table.
-func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, o outcome) {
-	gen, now := task.Generation, o.now
+func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) {
+	gen, now := task.Generation, j.now
 	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
-	v := judge(task, st, o)
+	v := judge(task, st, j)
 
-	if suspended && o.invalid == nil {
+	if suspended && j.problem == nil {
 		// Suspended: Ready, Failed and Stalled stay as they were; only
 		// Reconciling says whether a one-shot run is unfinished.
 		st.Phase = v1alpha1.PhaseSuspended
@@ -60,12 +67,12 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, o outco
 }
 
 // judge finds the row of the conditions table the Task is in.
-func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, o outcome) verdict {
-	if o.invalid != nil {
-		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: o.invalid.Reason, message: o.invalid.Message, failed: true}
+func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) verdict {
+	if j.problem != nil {
+		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: j.problem.Reason, message: j.problem.Message, failed: true}
 	}
-	if o.cron {
-		return judgeCron(st, o)
+	if task.Spec.Schedule != nil {
+		return judgeCron(st)
 	}
 	if len(st.History) == 0 {
 		return verdict{phase: v1alpha1.PhasePending, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending,
@@ -76,9 +83,9 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, o outcome) verdict {
 	case v1alpha1.RunResultSucceeded:
 		return verdict{phase: v1alpha1.PhaseSucceeded, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonSucceeded, message: cur.Message}
 	case v1alpha1.RunResultFailed:
-		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: finalReason(o, cur), message: cur.Message, failed: true}
+		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: finalReason(cur), message: cur.Message, failed: true}
 	}
-	step := o.steps[cur.RunID]
+	step := j.steps[cur.RunID]
 	switch step.Kind {
 	case retry.WaitForRetry, retry.Paused:
 		return verdict{phase: v1alpha1.PhaseRetrying, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonRetrying,
@@ -93,7 +100,7 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, o outcome) verdict {
 
 // judgeCron applies the cron rows: runs in progress do not make a cron
 // Task InProgress; its readiness is that of its last finished run.
-func judgeCron(st *v1alpha1.TaskStatus, o outcome) verdict {
+func judgeCron(st *v1alpha1.TaskStatus) verdict {
 	v := verdict{phase: v1alpha1.PhaseScheduled, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonScheduled,
 		message: "no run has finished yet"}
 	if len(st.Active) > 0 {
@@ -112,20 +119,18 @@ func judgeCron(st *v1alpha1.TaskStatus, o outcome) verdict {
 	}
 	// Say what happens next, for `kubectl describe`.
 	if st.NextScheduleTime != nil {
-		v.message = head(v.message, maxMessage-40) + "; next run at " + st.NextScheduleTime.UTC().Format(time.RFC3339)
+		v.message = Head(v.message, MaxMessage-40) + "; next run at " + st.NextScheduleTime.UTC().Format(time.RFC3339)
 	}
 	return v
 }
 
-// finalReason is the contract's reason of a run that failed for good.
-func finalReason(o outcome, cur v1alpha1.RunRecord) v1alpha1.Reason {
-	if s, ok := o.steps[cur.RunID]; ok && s.Kind == retry.Failed {
-		return s.Reason
-	}
-	for _, r := range []v1alpha1.Reason{v1alpha1.ReasonNotRetryable, v1alpha1.ReasonRetriesExhausted} {
-		if len(cur.Message) >= len(r) && cur.Message[:len(r)] == string(r) {
-			return r
-		}
+// finalReason is the contract's reason of a run that failed for good: the
+// one its history entry records. A record written before entries had a
+// reason counts as RetriesExhausted, the reason of every failure but the
+// http runner's bad request.
+func finalReason(rec v1alpha1.RunRecord) v1alpha1.Reason {
+	if rec.Reason != "" {
+		return rec.Reason
 	}
 	return v1alpha1.ReasonRetriesExhausted
 }
@@ -141,7 +146,7 @@ func reconcilingReason(v verdict) v1alpha1.Reason {
 // lastTransitionTime only when the status changes.
 func setCondition(st *v1alpha1.TaskStatus, typ string, status metav1.ConditionStatus, reason v1alpha1.Reason, msg string, gen int64, now time.Time) {
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: string(reason), Message: head(msg, maxMessage),
+		Type: typ, Status: status, Reason: string(reason), Message: Head(msg, MaxMessage),
 		ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now.UTC().Truncate(time.Second)),
 	})
 }

@@ -1,0 +1,310 @@
+// Package plan is the decision of one reconcile pass: Decide turns what the
+// pass observed of a Task (its Jobs as runs, the pods it had to look at,
+// now) into one Plan value: what to stop, start, record on Jobs and prune,
+// when to look again, whether the Task expired. It is pure, like the
+// planners it chains (retry.Next for each run, scheduler.PlanRuns for new
+// runs), so every decision is table-tested without an API server; the
+// reconciler only carries the plan out.
+//
+//   - plan.go: Input, Plan and Decide, the decision in the order it is made;
+//   - prune.go: the history limits, and the TTL of a finished Task.
+package plan
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/retry"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/scheduler"
+	"github.com/taskops/task-operator/internal/status"
+)
+
+// pruneDelay is how soon a pass prunes runs the previous pass recorded.
+const pruneDelay = time.Second
+
+// replacedMessage is the stop message of a run concurrencyPolicy Replace
+// stopped.
+const replacedMessage = "replaced by a newer run (concurrencyPolicy: Replace)"
+
+// Input is what a pass observed.
+type Input struct {
+	// Task is the Task as read, its stored status included.
+	Task *v1alpha1.Task
+	// Runs are what the Task's Jobs say, with a stand-in (reason
+	// JobDeleted) for each attempt the status records whose Job is gone.
+	Runs []runs.Run
+	// DeletedJobs counts those stand-ins.
+	DeletedJobs int
+	// Relabel holds, by Job name, the labels to put back on Jobs the Task
+	// controls that lost them.
+	Relabel map[string]map[string]string
+	// Pods holds, by Job name, the pods of each active attempt whose start
+	// check is due (retry.StartCheckDue); other attempts have none here.
+	Pods map[string][]retry.PodStart
+	// Captured holds, by Job name, what the pods of an attempt the Job
+	// controller is failing for its deadline printed, read this pass.
+	Captured map[string]string
+	Now      time.Time
+}
+
+// Stop is an attempt to stop: its Job is annotated with the reason and, if
+// it is still running, suspended.
+type Stop struct {
+	RunID   string
+	Attempt int32
+	Reason  v1alpha1.Reason
+	Message string
+}
+
+// Start is an attempt to start: its Job to create.
+type Start struct {
+	RunID     string
+	Attempt   int32
+	Scheduled *time.Time
+}
+
+// Prune is a finished run whose Jobs go (history limits).
+type Prune struct {
+	RunID    string
+	JobNames []string
+}
+
+// Plan is everything one pass does, in the order it does it.
+type Plan struct {
+	// Problem, when set, is why the spec cannot be acted on: nothing is
+	// stopped, started or pruned.
+	Problem *status.Problem
+	// Relabel: labels to put back, by Job name.
+	Relabel map[string]map[string]string
+	// Stop: attempts past their start timeout, then runs Replace stops.
+	Stop []Stop
+	// Capture: outputs to keep on the Jobs being failed for their deadline
+	// (v1alpha1.AnnotationOutput), by Job name.
+	Capture map[string]string
+	// Start: the next attempts of existing runs, oldest run first, then
+	// the first attempts of new runs.
+	Start []Start
+	// RunNowToken is the run-now token hash the new Jobs record as
+	// consumed.
+	RunNowToken string
+	// Schedule is the scheduler's answer: new runs, replaced runs, the
+	// token consumed, the cron slots and why a slot was skipped.
+	Schedule scheduler.Plan
+	// Prune: finished runs beyond the history limits.
+	Prune []Prune
+	// Expire: a finished one-shot Task past its ttlSecondsAfterFinished,
+	// to delete after the status write.
+	Expire bool
+	// Wake is when the Task next needs a look (zero: only when something
+	// changes): a start check, a retry, the next slot, a prune, a TTL.
+	Wake time.Time
+	// DeletedJobs counts the attempts whose Job a user deleted, which only
+	// this pass knows of (see RecordLater).
+	DeletedJobs int
+}
+
+// Decide makes the decision of one pass. It simulates its own stops and
+// starts on a copy of the runs, so what it decides after them (retries to
+// wait for, runs to prune, the TTL) sees the runs as the pass leaves them.
+func Decide(in Input) Plan {
+	task, now := in.Task, in.Now
+	p := Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs}
+	schedule, problem := validate(task)
+	if problem != nil {
+		p.Problem = problem
+		return p
+	}
+	stamp := now.UTC().Truncate(time.Second) // a stop's time, as its annotation keeps it
+	rs := runs.Clone(in.Runs)
+	var wake earliest
+
+	// 1. Attempts whose pods could not start in time are stopped; the
+	// others are looked at again when their check is due.
+	timeout := retry.StartTimeout(&task.Spec)
+	for i := range rs {
+		a := rs[i].Latest()
+		if a.Phase != runs.Active || a.PodsStarted {
+			continue
+		}
+		if !retry.StartCheckDue(a.Created, timeout, now) {
+			wake.add(a.Created.Add(timeout))
+			continue
+		}
+		check := retry.CheckStart(a.Created, in.Pods[a.JobName], timeout, now)
+		if !check.Stuck {
+			wake.add(check.RecheckAt)
+			continue
+		}
+		p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptStartTimeout, Message: check.Message})
+		a.Stop(v1alpha1.AttemptStartTimeout, check.Message, stamp)
+	}
+
+	// 2. Outputs of attempts being failed for their deadline are kept.
+	for i := range rs {
+		a := rs[i].Latest()
+		if out := in.Captured[a.JobName]; out != "" && a.Phase == runs.Active {
+			if p.Capture == nil {
+				p.Capture = map[string]string{}
+			}
+			p.Capture[a.JobName] = out
+			a.Output = out
+		}
+	}
+
+	// 3. Each run's next step, and which new runs start (or replace).
+	steps := retry.Steps(&task.Spec, rs, now)
+	p.Schedule = scheduler.PlanRuns(scheduler.Input{
+		Task: task, Known: knownRuns(task, rs), Runs: runStates(rs, steps), ConsumedTokens: consumedTokens(rs),
+		Schedule: schedule, Now: now,
+	})
+	p.RunNowToken = p.Schedule.RunNowToken
+	if p.RunNowToken == "" {
+		p.RunNowToken = task.Status.LastRunNowToken
+	}
+	for _, id := range p.Schedule.Replace {
+		if run := runs.Find(rs, id); run != nil {
+			a := run.Latest()
+			p.Stop = append(p.Stop, Stop{RunID: id, Attempt: a.Number, Reason: v1alpha1.AttemptReplaced, Message: replacedMessage})
+			a.Stop(v1alpha1.AttemptReplaced, replacedMessage, stamp)
+		}
+	}
+	for _, run := range rs {
+		if step := steps[run.ID]; step.Kind == retry.StartAttempt && !contains(p.Schedule.Replace, run.ID) {
+			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled})
+		}
+	}
+	for _, nr := range p.Schedule.Start {
+		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled})
+	}
+	for _, s := range p.Start {
+		rs = runs.AddAttempt(rs, s.RunID, s.Scheduled, runs.Attempt{
+			Number: s.Attempt, JobName: jobs.Name(task, s.RunID, s.Attempt), Phase: runs.Active,
+			Created: now, Generation: task.Generation,
+		})
+	}
+
+	// 4. From the runs as the pass leaves them: retries to wait for, the
+	// next slot, the history limits, the TTL.
+	steps = retry.Steps(&task.Spec, rs, now)
+	for _, s := range steps {
+		if s.Kind == retry.WaitForRetry {
+			wake.add(s.At)
+		}
+	}
+	if p.Schedule.Slots != nil {
+		wake.add(p.Schedule.Slots.Next)
+	}
+	kept, prune, again := pruneRuns(task, rs, steps)
+	p.Prune = prune
+	if again {
+		wake.add(now.Add(pruneDelay))
+	}
+	if at, ok := expiresAt(task, kept, steps, p.Schedule); ok {
+		if !now.Before(at) {
+			p.Expire = true
+		} else {
+			wake.add(at)
+		}
+	}
+	p.Wake = wake.t
+	return p
+}
+
+// RecordLater reports whether the status write (and the events compared
+// from it) can wait for the next pass, given how many Jobs the pass
+// created (not found existing). A pass that created Jobs is followed by the
+// pass their create events bring, which records them from the same Jobs;
+// meanwhile the next Task's Job is created first. In a burst or a cron
+// slot of many Tasks every Job exists sooner, and a Job that finished by
+// then costs one status write instead of two. It is safe for the same
+// reason a status write lost in a crash is: the Job names make a second Job
+// for one attempt impossible, and the Jobs carry everything this pass
+// decided - except two things only this pass knows, so those are written
+// now: attempts whose Job was deleted, and cron slots missed in downtime.
+func (p *Plan) RecordLater(created int) bool {
+	missed := p.Schedule.Slots != nil && p.Schedule.Slots.Missed > 0
+	return created > 0 && p.DeletedJobs == 0 && !missed && !p.Expire
+}
+
+// validate reports what the API server's schema could not refuse, and
+// parses the schedule. A Job create the API server refused for this
+// generation is not retried until the spec changes.
+func validate(task *v1alpha1.Task) (*scheduler.Schedule, *status.Problem) {
+	var schedule *scheduler.Schedule
+	if task.Spec.Schedule != nil {
+		tz := ""
+		if task.Spec.TimeZone != nil {
+			tz = *task.Spec.TimeZone
+		}
+		s, err := scheduler.Parse(*task.Spec.Schedule, tz)
+		if err != nil {
+			return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule, Message: err.Error()}
+		}
+		schedule = s
+	}
+	if c := meta.FindStatusCondition(task.Status.Conditions, v1alpha1.ConditionStalled); c != nil &&
+		c.Status == "True" && c.Reason == string(v1alpha1.ReasonInvalidSpec) && c.ObservedGeneration == task.Generation {
+		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: c.Message}
+	}
+	return schedule, nil
+}
+
+// knownRuns is every run id the Task ever had. The status remembers runs
+// whose Jobs were pruned; any run at all means the initial run happened
+// (a run-now on a one-shot Task that never ran is its first run).
+func knownRuns(task *v1alpha1.Task, rs []runs.Run) map[string]bool {
+	known := map[string]bool{}
+	for _, r := range rs {
+		known[r.ID] = true
+	}
+	for _, h := range task.Status.History {
+		known[h.RunID] = true
+	}
+	if task.Status.CurrentRun != "" || len(rs) > 0 {
+		known[runs.OneShot] = true
+	}
+	return known
+}
+
+// consumedTokens are the run-now token hashes recorded on the Jobs.
+func consumedTokens(rs []runs.Run) map[string]bool {
+	consumed := map[string]bool{}
+	for _, r := range rs {
+		for _, a := range r.Attempts {
+			if a.RunNowToken != "" {
+				consumed[a.RunNowToken] = true
+			}
+		}
+	}
+	return consumed
+}
+
+func runStates(rs []runs.Run, steps map[string]retry.Step) []scheduler.RunState {
+	out := make([]scheduler.RunState, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, scheduler.RunState{ID: r.ID, Active: steps[r.ID].Active()})
+	}
+	return out
+}
+
+// earliest keeps the earliest of the times added to it.
+type earliest struct{ t time.Time }
+
+func (e *earliest) add(t time.Time) {
+	if !t.IsZero() && (e.t.IsZero() || t.Before(e.t)) {
+		e.t = t
+	}
+}
+
+func contains(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

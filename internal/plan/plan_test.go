@@ -1,0 +1,214 @@
+package plan_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/plan"
+	"github.com/taskops/task-operator/internal/retry"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/status"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+var now = time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
+
+func ago(d time.Duration) time.Time { return now.Add(-d) }
+
+func task() *testutil.TaskWrapper {
+	return testutil.MakeTask("ns", "t").UID("uid-1").Generation(1).Retries(2, 10, 60, 2).StartTimeout(300)
+}
+
+// recorded is a stored status whose history records runs as finished.
+func recorded(ids ...string) v1alpha1.TaskStatus {
+	st := v1alpha1.TaskStatus{ObservedGeneration: 1}
+	for _, id := range ids {
+		st.History = append(st.History, v1alpha1.RunRecord{RunID: id, Attempts: 1, Result: v1alpha1.RunResultSucceeded})
+	}
+	return st
+}
+
+func TestDecide(t *testing.T) {
+	imagePull := []retry.PodStart{{Name: "p", Created: ago(301 * time.Second), WaitingReason: "ImagePullBackOff", WaitingMessage: "no such image"}}
+	runNow := "batch.taskops.io/run-now"
+	tests := []struct {
+		name string
+		in   plan.Input
+		want plan.Plan
+	}{
+		{
+			name: "a new one-shot Task starts its initial run",
+			in:   plan.Input{Task: task().Obj()},
+			want: plan.Plan{Start: []plan.Start{{RunID: runs.OneShot, Attempt: 1}}},
+		},
+		{
+			name: "a running attempt within its start timeout is looked at when the timeout passes",
+			in:   plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()}},
+			want: plan.Plan{Wake: ago(time.Minute).Add(300 * time.Second)},
+		},
+		{
+			name: "an attempt whose pods have all started needs no look",
+			in:   plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Hour)).Obj()}},
+			want: plan.Plan{},
+		},
+		{
+			name: "an attempt whose pod cannot pull its image is stopped after the start timeout, and retried after its backoff",
+			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(301 * time.Second)).Obj()},
+				Pods: map[string][]retry.PodStart{"t-0-1": imagePull}},
+			want: plan.Plan{
+				Stop: []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptStartTimeout, Message: "pod p did not start within 5m0s: ImagePullBackOff: no such image"}},
+				Wake: now.Add(10 * time.Second),
+			},
+		},
+		{
+			name: "a failed attempt waits out its backoff",
+			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").
+				Failed(ago(time.Minute), ago(5*time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}},
+			want: plan.Plan{Wake: ago(5 * time.Second).Add(10 * time.Second)},
+		},
+		{
+			name: "a failed attempt whose backoff passed starts the next attempt",
+			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").
+				Failed(ago(time.Minute), ago(10*time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}},
+			want: plan.Plan{Start: []plan.Start{{RunID: "0", Attempt: 2}}},
+		},
+		{
+			name: "an attempt whose Job was deleted is retried at once",
+			in: plan.Input{Task: task().Obj(), DeletedJobs: 1, Runs: []runs.Run{testutil.MakeRun("0").
+				Failed(now, now, v1alpha1.AttemptJobDeleted, "deleted").Obj()}},
+			want: plan.Plan{Start: []plan.Start{{RunID: "0", Attempt: 2}}, DeletedJobs: 1},
+		},
+		{
+			name: "a run-now token under Replace stops the active run and starts its own",
+			in: plan.Input{Task: task().Concurrency(v1alpha1.ReplaceConcurrent).Annotation(runNow, "again").Status(recorded()).Obj(),
+				Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Minute)).Obj()}},
+			want: plan.Plan{
+				Stop:        []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptReplaced, Message: "replaced by a newer run (concurrencyPolicy: Replace)"}},
+				Start:       []plan.Start{{RunID: runs.RunNowID("again"), Attempt: 1}},
+				RunNowToken: runs.TokenHash("again"),
+			},
+		},
+		{
+			name: "the output of an attempt being failed for its deadline is kept on its Job",
+			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Minute)).Failing(v1alpha1.AttemptDeadlineExceeded).Obj()},
+				Captured: map[string]string{"t-0-1": "step 3 of 5"}},
+			want: plan.Plan{Capture: map[string]string{"t-0-1": "step 3 of 5"}},
+		},
+		{
+			name: "finished runs beyond the history limit lose their Jobs once the status records them",
+			in: plan.Input{Task: task().HistoryLimits(1, 1).Status(recorded("0", runs.RunNowID("a"))).Obj(), Runs: []runs.Run{
+				testutil.MakeRun("0").Succeeded(ago(3*time.Hour), ago(3*time.Hour)).Obj(),
+				testutil.MakeRun(runs.RunNowID("a")).Succeeded(ago(2*time.Hour), ago(2*time.Hour)).Obj(),
+				testutil.MakeRun(runs.RunNowID("b")).Succeeded(ago(time.Hour), ago(time.Hour)).Obj(),
+			}},
+			want: plan.Plan{Prune: []plan.Prune{
+				{RunID: runs.RunNowID("a"), JobNames: []string{testutil.AttemptJobName(runs.RunNowID("a"), 1)}},
+				{RunID: "0", JobNames: []string{"t-0-1"}},
+			}},
+		},
+		{
+			name: "a run over the limit the status does not record yet is pruned a second later",
+			in: plan.Input{Task: task().HistoryLimits(0, 0).Status(recorded()).Obj(), Runs: []runs.Run{
+				testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj(),
+			}},
+			want: plan.Plan{Wake: now.Add(time.Second)},
+		},
+		{
+			name: "a finished one-shot Task past its TTL expires",
+			in:   plan.Input{Task: task().TTL(60).Obj(), Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(2*time.Minute), ago(time.Minute)).Obj()}},
+			want: plan.Plan{Expire: true},
+		},
+		{
+			name: "a finished one-shot Task within its TTL is looked at when it passes",
+			in:   plan.Input{Task: task().TTL(600).Obj(), Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(2*time.Minute), ago(time.Minute)).Obj()}},
+			want: plan.Plan{Wake: ago(time.Minute).Add(600 * time.Second)},
+		},
+		{
+			name: "a bad schedule is a problem and nothing is done",
+			in:   plan.Input{Task: task().Schedule("61 * * * *").Obj(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Hour)).Obj()}},
+			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule,
+				Message: `spec.schedule: invalid minute field "61" in "61 * * * *": end of range (61) above maximum (59): 61`}},
+		},
+		{
+			name: "labels a Job lost are put back, even when the spec is a problem",
+			in: plan.Input{Task: task().Schedule("61 * * * *").Obj(), Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},
+			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule,
+				Message: `spec.schedule: invalid minute field "61" in "61 * * * *": end of range (61) above maximum (59): 61`},
+				Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.Now = now
+			got := plan.Decide(tt.in)
+			got.Schedule = tt.want.Schedule // the scheduler's part has its own tests
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decide:\n got  %+v (problem %+v)\n want %+v (problem %+v)", got, got.Problem, tt.want, tt.want.Problem)
+			}
+		})
+	}
+}
+
+func TestAJobTheAPIServerRefusedIsNotRetriedUntilTheSpecChanges(t *testing.T) {
+	st := v1alpha1.TaskStatus{}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue,
+		Reason: string(v1alpha1.ReasonInvalidSpec), Message: "refused", ObservedGeneration: 1})
+	got := plan.Decide(plan.Input{Task: task().Status(st).Obj(), Now: now})
+	if got.Problem == nil || got.Problem.Reason != v1alpha1.ReasonInvalidSpec || len(got.Start) > 0 {
+		t.Fatalf("generation 1: %+v, want InvalidSpec and nothing started", got)
+	}
+	got = plan.Decide(plan.Input{Task: task().Generation(2).Status(st).Obj(), Now: now})
+	if got.Problem != nil || len(got.Start) != 1 {
+		t.Fatalf("generation 2: %+v, want the initial run started", got)
+	}
+}
+
+func TestADueCronSlotStartsItsRunAndTheNextSlotWakesThePass(t *testing.T) {
+	last := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	st := v1alpha1.TaskStatus{ObservedGeneration: 1, LastScheduleTime: status.Time(last)}
+	got := plan.Decide(plan.Input{Task: task().Schedule("0 * * * *").Status(st).Obj(), Now: time.Date(2026, 1, 1, 10, 0, 5, 0, time.UTC)})
+	slot := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	if len(got.Start) != 1 || got.Start[0].RunID != runs.ScheduledID(slot) || !got.Start[0].Scheduled.Equal(slot) {
+		t.Fatalf("start %+v, want the 10:00 slot's run", got.Start)
+	}
+	if want := slot.Add(time.Hour); !got.Wake.Equal(want) {
+		t.Errorf("wake %s, want the next slot %s", got.Wake, want)
+	}
+}
+
+func TestTheStatusWriteWaitsForTheNextPassOnlyWhenNothingButJobsWasDecided(t *testing.T) {
+	fresh := plan.Decide(plan.Input{Task: task().Obj(), Now: now})
+	if !fresh.RecordLater(1) {
+		t.Error("a pass that created the initial Job should leave the status write to the next pass")
+	}
+	if fresh.RecordLater(0) {
+		t.Error("a pass that created nothing must write the status")
+	}
+	deleted := plan.Decide(plan.Input{Task: task().Obj(), DeletedJobs: 1, Now: now,
+		Runs: []runs.Run{testutil.MakeRun("0").Failed(now, now, v1alpha1.AttemptJobDeleted, "deleted").Obj()}})
+	if deleted.RecordLater(1) {
+		t.Error("a deleted Job is known only to this pass: its status write must not wait")
+	}
+	expired := plan.Decide(plan.Input{Task: task().TTL(0).Obj(), Now: now,
+		Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Minute)).Obj()}})
+	if !expired.Expire || expired.RecordLater(1) {
+		t.Error("an expiring Task must write its status before it is deleted")
+	}
+}
+
+func TestDecideLeavesItsInputAsItIs(t *testing.T) {
+	rs := []runs.Run{testutil.MakeRun("0").Active(ago(301 * time.Second)).Obj()}
+	in := plan.Input{Task: task().Obj(), Runs: rs, Now: now,
+		Pods: map[string][]retry.PodStart{"t-0-1": {{Name: "p", Created: ago(301 * time.Second)}}}}
+	if got := plan.Decide(in); len(got.Stop) != 1 {
+		t.Fatalf("stop %+v, want the stuck attempt stopped", got.Stop)
+	}
+	if rs[0].Latest().Phase != runs.Active {
+		t.Error("Decide changed the observed runs")
+	}
+}

@@ -1,0 +1,123 @@
+package reconciler
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// CacheOptions keeps the manager's cache small: only the operator's own
+// Jobs, trimmed to what the operator reads (trimJob), no managed fields, and
+// no pods at all (they are read directly and rarely). Tasks are kept whole
+// (minus managed fields): a pass reads their spec, metadata and status.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			// A Transform here replaces DefaultTransform for Jobs, so
+			// trimJob drops the managed fields too.
+			&batchv1.Job{}: {
+				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}),
+				Transform: trimJob,
+			},
+		},
+	}
+}
+
+// trimJob is the cache transform of Jobs. The operator reads a cached Job
+// only through listJobs (by the ownedJobsIndex) and then runs.FromJobs /
+// runs.AttemptOf, deleteJobs, and the Owns(Job) event handler, so the cache
+// keeps exactly what those read:
+//
+//   - metadata, whole except managedFields: name and namespace (the cache
+//     key, Job names in the status, deleteJobs), uid (deleteJobs'
+//     precondition), ownerReferences (JobControllerUID index, Owns' handler
+//     mapping a Job to its Task, runs.FromJobs' controlledBy), labels (run
+//     and attempt), annotations (generation, scheduled time, run-now token,
+//     stop reason/time/message), creationTimestamp (an attempt's start),
+//     resourceVersion and the rest for the informer and any generic code.
+//     Small, and no finer cut is worth the risk.
+//   - spec.completions: runs.AttemptOf compares ready+succeeded+failed
+//     pods with it (PodsStarted, for the start timeout).
+//   - status.ready, .succeeded, .failed: the same PodsStarted sum.
+//   - status.conditions of type Complete and Failed (type, status, reason,
+//     message, lastTransitionTime): the attempt's phase, its failure reason
+//     and message, and when it finished; and FailureTarget until one of
+//     those comes (an attempt whose Job is being failed, whose output the
+//     operator captures then: see capture.go).
+//   - status.completionTime: when a Complete attempt finished.
+//
+// Everything else goes, mainly the pod template (the operator builds Jobs
+// with internal/jobs.Build and never reads one back; a Job it must compare
+// is read from the API server, see startAttempt), spec.podFailurePolicy,
+// spec.selector, the other spec fields, and status.startTime, .active,
+// .terminating, .completedIndexes, .failedIndexes, .uncountedTerminatedPods
+// and the other conditions (SuccessCriteriaMet, FailureTarget, Suspended).
+// A Job read from the cache is therefore never complete: never write one
+// back (Update) or compare its spec. Jobs read with the APIReader are whole.
+//
+// The transform never changes its argument: it returns a new Job that
+// shares the argument's maps, slices and pointers (client-go hands it the
+// freshly decoded object, which nothing else holds and which is dropped
+// after, so sharing is safe; nothing is written through them). That also
+// makes it idempotent, as client-go asks, should an object already in the
+// cache ever come through again. Anything that is not a *batchv1.Job (a
+// cache.DeletedFinalStateUnknown tombstone, whose object was trimmed when it
+// entered the cache; client-go does not pass tombstones anyway) is returned
+// as it is.
+func trimJob(obj any) (any, error) {
+	job, ok := obj.(*batchv1.Job)
+	if !ok || job == nil {
+		return obj, nil
+	}
+	out := &batchv1.Job{
+		TypeMeta:   job.TypeMeta,
+		ObjectMeta: job.ObjectMeta, // a copy of the struct: the argument keeps its managedFields
+		Spec:       batchv1.JobSpec{Completions: job.Spec.Completions},
+		Status: batchv1.JobStatus{
+			Conditions:     finishConditions(job.Status.Conditions),
+			CompletionTime: job.Status.CompletionTime,
+			Ready:          job.Status.Ready,
+			Succeeded:      job.Status.Succeeded,
+			Failed:         job.Status.Failed,
+		},
+	}
+	out.ManagedFields = nil
+	return out, nil
+}
+
+// finishConditions are the Complete and Failed conditions of cs, and its
+// FailureTarget while it has neither: the only ones runs.AttemptOf reads
+// (so only a Job that is being failed keeps a third condition); cs itself
+// when it has no others.
+func finishConditions(cs []batchv1.JobCondition) []batchv1.JobCondition {
+	finished := false
+	for i := range cs {
+		finished = finished || cs[i].Type == batchv1.JobComplete || cs[i].Type == batchv1.JobFailed
+	}
+	keep := func(c *batchv1.JobCondition) bool {
+		return c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed || (!finished && c.Type == batchv1.JobFailureTarget)
+	}
+	n := 0
+	for i := range cs {
+		if keep(&cs[i]) {
+			n++
+		}
+	}
+	if n == len(cs) {
+		return cs
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]batchv1.JobCondition, 0, n)
+	for i := range cs {
+		if keep(&cs[i]) {
+			out = append(out, cs[i])
+		}
+	}
+	return out
+}

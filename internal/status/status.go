@@ -1,0 +1,211 @@
+// Package status computes a Task's status from what one pass saw and did:
+// a pure function of the stored status, the runs (as the pass left them),
+// what their pods said, the scheduler's plan and the time. No I/O, no clock.
+//
+//   - status.go: Compute, the fields of the newest run, lastError, and
+//     which pod outputs the status still lacks (OutputsToRead);
+//   - history.go: status.history, merged so it never moves backwards;
+//   - conditions.go: the contract's conditions table (phase, Ready, Failed,
+//     Reconciling, Stalled);
+//   - text.go: message bounds and status timestamps.
+//
+// Its tests are the rows of the conditions table of the API contract, run
+// without an API server.
+package status
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/retry"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/scheduler"
+)
+
+// Problem is a spec the operator cannot act on.
+type Problem struct {
+	Reason  v1alpha1.Reason // InvalidSpec or InvalidSchedule
+	Message string
+}
+
+// Input is everything a status is computed from.
+type Input struct {
+	// Task is the Task as the pass read it: its spec, generation and stored
+	// status.
+	Task *v1alpha1.Task
+	// Runs are the Task's runs as the pass left them: what the Jobs say,
+	// plus the attempts it started and stopped, minus the runs it pruned.
+	Runs []runs.Run
+	// Outputs holds what the pods of finished attempts said (termination
+	// message or exit code), by Job name: those OutputsToRead asked for.
+	Outputs map[string]string
+	// Schedule is the scheduler's plan of the pass: the run-now token it
+	// consumed and the cron slots.
+	Schedule scheduler.Plan
+	// Problem, when set, is why the spec cannot be acted on.
+	Problem *Problem
+	Now     time.Time
+}
+
+// Compute derives the new status. It is monotonic where the contract asks:
+// a run's attempts never decrease and a finished run never turns back to
+// running, even if the Job cache lags behind the stored status.
+func Compute(in Input) v1alpha1.TaskStatus {
+	task := in.Task
+	rs := withOutputs(in.Runs, in.Outputs)
+	steps := retry.Steps(&task.Spec, rs, in.Now)
+
+	st := *task.Status.DeepCopy()
+	st.ObservedGeneration = task.Generation
+	if in.Schedule.RunNowToken != "" {
+		st.LastRunNowToken = in.Schedule.RunNowToken
+	}
+	st.History = mergeHistory(st.History, rs, steps, in.Outputs)
+	st.Active = activeJobs(task.Namespace, rs)
+	setCurrentRun(&st, rs, steps)
+	// The stored lastError stays while it is about the same attempt: the
+	// pods' output is read only once.
+	if a := NewestFailure(rs); a != nil && a.JobName != st.LastErrorJobName {
+		st.LastError, st.LastErrorJobName = lastErrorText(a), a.JobName
+	}
+	for _, h := range st.History {
+		if h.Result == v1alpha1.RunResultSucceeded && h.CompletionTime != nil &&
+			(st.LastSuccessfulTime == nil || h.CompletionTime.After(st.LastSuccessfulTime.Time)) {
+			st.LastSuccessfulTime = h.CompletionTime.DeepCopy()
+		}
+	}
+	if task.Spec.Schedule != nil {
+		setCronTimes(&st, rs, in.Schedule.Slots)
+	}
+	setPhaseAndConditions(task, &st, judgement{steps: steps, problem: in.Problem, now: in.Now})
+	return st
+}
+
+// OutputsToRead are the Jobs whose pods' output the status lacks: the
+// newest failed attempt (for lastError) and the last attempt of each newly
+// finished run (for its history message). Once written to the status they
+// are never asked for again. Sorted, for a deterministic pass.
+func OutputsToRead(task *v1alpha1.Task, rs []runs.Run, now time.Time) []string {
+	old := &task.Status
+	want := map[string]bool{}
+	if a := NewestFailure(rs); a != nil && a.JobName != old.LastErrorJobName {
+		want[a.JobName] = true
+	}
+	steps := retry.Steps(&task.Spec, rs, now)
+	for i := range rs {
+		run := &rs[i]
+		a := run.Latest()
+		if !steps[run.ID].Finished() || a.Phase == runs.Stopped || RunFinal(old.History, run.ID) {
+			continue
+		}
+		want[a.JobName] = true
+	}
+	out := make([]string, 0, len(want))
+	for name := range want {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withOutputs is rs with the pods' output as the message of each failed
+// attempt it is about: it says more than the Job's own message ("Job has
+// reached the specified backoff limit" says nothing the reason does not).
+func withOutputs(rs []runs.Run, outputs map[string]string) []runs.Run {
+	if len(outputs) == 0 {
+		return rs
+	}
+	rs = runs.Clone(rs)
+	for i := range rs {
+		for j := range rs[i].Attempts {
+			a := &rs[i].Attempts[j]
+			if out := outputs[a.JobName]; out != "" && a.Phase == runs.Failed {
+				a.Message = out
+			}
+		}
+	}
+	return rs
+}
+
+// setCurrentRun fills the single-valued fields from the newest run.
+func setCurrentRun(st *v1alpha1.TaskStatus, rs []runs.Run, steps map[string]retry.Step) {
+	if len(st.History) == 0 {
+		return
+	}
+	cur := st.History[0]
+	st.CurrentRun = cur.RunID
+	st.Attempts = cur.Attempts
+	st.RetryCount = max(cur.Attempts-1, 0)
+	st.StartTime = cur.StartTime.DeepCopy()
+	st.CompletionTime = cur.CompletionTime.DeepCopy()
+	st.NextRetryTime = nil
+	if run := runs.Find(rs, cur.RunID); run != nil {
+		st.LastJobName = run.Latest().JobName
+		if s := steps[cur.RunID]; s.Kind == retry.WaitForRetry || s.Kind == retry.Paused {
+			st.NextRetryTime = Time(s.At)
+		}
+	}
+}
+
+// setCronTimes records the cron bookkeeping of a pass.
+func setCronTimes(st *v1alpha1.TaskStatus, rs []runs.Run, slots *scheduler.Slots) {
+	for _, r := range rs {
+		if r.Scheduled != nil && (st.LastScheduleTime == nil || r.Scheduled.After(st.LastScheduleTime.Time)) {
+			st.LastScheduleTime = Time(*r.Scheduled)
+		}
+	}
+	if slots != nil {
+		// A slot that fell due counts as scheduled even when skipped, so it
+		// is never considered again.
+		if !slots.Due.IsZero() && (st.LastScheduleTime == nil || slots.Due.After(st.LastScheduleTime.Time)) {
+			st.LastScheduleTime = Time(slots.Due)
+		}
+		st.NextScheduleTime = Time(slots.Next)
+	}
+}
+
+// NewestFailure is the attempt that failed last, over all runs; a stopped
+// attempt counts, unless a newer run replaced it.
+func NewestFailure(rs []runs.Run) *runs.Attempt {
+	var newest *runs.Attempt
+	for i := range rs {
+		for j := range rs[i].Attempts {
+			a := &rs[i].Attempts[j]
+			if a.Phase != runs.Failed && !(a.Phase == runs.Stopped && a.Reason != v1alpha1.AttemptReplaced) {
+				continue
+			}
+			// Runs come oldest first and attempts in order, so on a tie
+			// (times have 1 s resolution) the later attempt wins.
+			if newest == nil || !a.Finished.Before(newest.Finished) {
+				newest = a
+			}
+		}
+	}
+	return newest
+}
+
+// lastErrorText is the status.lastError of a failed attempt: its reason,
+// which attempt and Job, and the tail of what the pod said (or the Job's
+// message when no pod said anything).
+func lastErrorText(a *runs.Attempt) string {
+	head := fmt.Sprintf("%s (attempt %d, job %s): ", a.Reason, a.Number, a.JobName)
+	return head + Tail(a.Message, MaxMessage-len(head))
+}
+
+// activeJobs references the running Jobs, by name.
+func activeJobs(namespace string, rs []runs.Run) []corev1.ObjectReference {
+	var refs []corev1.ObjectReference
+	for _, r := range rs {
+		for _, a := range r.Attempts {
+			if a.Phase == runs.Active {
+				refs = append(refs, corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: namespace, Name: a.JobName})
+			}
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
+	return refs
+}

@@ -1,0 +1,233 @@
+package status_test
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/scheduler"
+	"github.com/taskops/task-operator/internal/status"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+var now = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) time.Time { return now.Add(-d) }
+
+// row is one row of the contract's conditions table
+// (../shared/spec/task-api.md, "Conditions"): the phase, the four
+// conditions' statuses and the kstatus verdict.
+type row struct {
+	phase                              v1alpha1.TaskPhase
+	ready, failed, reconciling, stalld metav1.ConditionStatus
+	readyReason                        v1alpha1.Reason
+	kstatus                            kstatus.Status
+}
+
+var (
+	inProgress = func(phase v1alpha1.TaskPhase, reason v1alpha1.Reason) row {
+		return row{phase, metav1.ConditionUnknown, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, reason, kstatus.InProgressStatus}
+	}
+	current = func(phase v1alpha1.TaskPhase, reason v1alpha1.Reason) row {
+		return row{phase, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, reason, kstatus.CurrentStatus}
+	}
+	failed = func(phase v1alpha1.TaskPhase, reason v1alpha1.Reason) row {
+		return row{phase, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, reason, kstatus.FailedStatus}
+	}
+)
+
+// compute runs Compute on task and runs with the scheduler's next slot at
+// next (cron Tasks), and returns the Task with its new status.
+func compute(t *testing.T, task *v1alpha1.Task, rs []runs.Run, problem *status.Problem) *v1alpha1.Task {
+	t.Helper()
+	in := status.Input{Task: task, Runs: rs, Problem: problem, Now: now}
+	if task.Spec.Schedule != nil {
+		in.Schedule.Slots = &scheduler.Slots{Next: now.Add(time.Hour)}
+	}
+	out := task.DeepCopy()
+	out.Status = status.Compute(in)
+	return out
+}
+
+func assertRow(t *testing.T, task *v1alpha1.Task, want row) {
+	t.Helper()
+	st := &task.Status
+	cond := func(typ string) metav1.Condition {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		if c == nil {
+			t.Fatalf("no %s condition: %+v", typ, st.Conditions)
+		}
+		if c.ObservedGeneration != task.Generation {
+			t.Errorf("%s observedGeneration %d, want %d", typ, c.ObservedGeneration, task.Generation)
+		}
+		return *c
+	}
+	ready := cond(v1alpha1.ConditionReady)
+	got := row{st.Phase, ready.Status, cond(v1alpha1.ConditionFailed).Status, cond(v1alpha1.ConditionReconciling).Status,
+		cond(v1alpha1.ConditionStalled).Status, v1alpha1.Reason(ready.Reason), ""}
+	ks, msg, err := testutil.Kstatus(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.kstatus = ks
+	if got != want {
+		t.Errorf("got  %+v (kstatus message %q)\nwant %+v", got, msg, want)
+	}
+}
+
+func oneShot() *testutil.TaskWrapper {
+	return testutil.MakeTask("ns", "t").Generation(1).Retries(2, 10, 60, 2)
+}
+
+func cron() *testutil.TaskWrapper { return oneShot().Schedule("0 * * * *") }
+
+// finished is a stored status that already records runs as finished.
+func finished(results ...v1alpha1.RunRecord) v1alpha1.TaskStatus {
+	return v1alpha1.TaskStatus{ObservedGeneration: 1, History: results}
+}
+
+func TestTheConditionsTableOfTheContract(t *testing.T) {
+	slot := ago(2 * time.Hour)
+	tests := []struct {
+		name    string
+		task    *v1alpha1.Task
+		runs    []runs.Run
+		problem *status.Problem
+		want    row
+	}{
+		{
+			name: "one-shot, no Job yet: Pending, in progress",
+			task: oneShot().Obj(),
+			want: inProgress(v1alpha1.PhasePending, v1alpha1.ReasonPending),
+		},
+		{
+			name: "one-shot, an attempt running: Running, in progress",
+			task: oneShot().Obj(),
+			runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()},
+			want: inProgress(v1alpha1.PhaseRunning, v1alpha1.ReasonRunning),
+		},
+		{
+			name: "one-shot, waiting out its backoff: Retrying, in progress",
+			task: oneShot().Obj(),
+			runs: []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()},
+			want: inProgress(v1alpha1.PhaseRetrying, v1alpha1.ReasonRetrying),
+		},
+		{
+			name: "one-shot, a run-now re-run in progress: Running, in progress",
+			task: oneShot().Status(finished(v1alpha1.RunRecord{RunID: "0", Attempts: 1, Result: v1alpha1.RunResultSucceeded,
+				StartTime: status.Time(ago(time.Hour)), CompletionTime: status.Time(ago(time.Hour))})).Obj(),
+			runs: []runs.Run{
+				testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj(),
+				testutil.MakeRun(runs.RunNowID("again")).Active(ago(time.Minute)).Obj(),
+			},
+			want: inProgress(v1alpha1.PhaseRunning, v1alpha1.ReasonRunning),
+		},
+		{
+			name: "one-shot, run succeeded: Succeeded, current",
+			task: oneShot().Obj(),
+			runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Second)).Obj()},
+			want: current(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded),
+		},
+		{
+			name: "one-shot, run failed for good: Failed, failed, with the final reason",
+			task: oneShot().MaxRetry(0).Obj(),
+			runs: []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()},
+			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonRetriesExhausted),
+		},
+		{
+			name: "one-shot, the runner's bad request: Failed NotRetryable",
+			task: oneShot().Obj(),
+			runs: []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptNotRetryable, "bad URL").Obj()},
+			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonNotRetryable),
+		},
+		{
+			name: "one-shot, failed for good and its Jobs pruned: the history's reason stays",
+			task: oneShot().Status(finished(v1alpha1.RunRecord{RunID: "0", Attempts: 1, Result: v1alpha1.RunResultFailed,
+				Reason: v1alpha1.ReasonNotRetryable, StartTime: status.Time(ago(time.Hour)), CompletionTime: status.Time(ago(time.Hour))})).Obj(),
+			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonNotRetryable),
+		},
+		{
+			name: "cron, no finished run yet: Scheduled, Ready",
+			task: cron().Obj(),
+			want: current(v1alpha1.PhaseScheduled, v1alpha1.ReasonScheduled),
+		},
+		{
+			name: "cron, the first run running: Running, Ready",
+			task: cron().Obj(),
+			runs: []runs.Run{testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Active(slot).Obj()},
+			want: current(v1alpha1.PhaseRunning, v1alpha1.ReasonScheduled),
+		},
+		{
+			name: "cron, last finished run succeeded: Scheduled, Ready",
+			task: cron().Obj(),
+			runs: []runs.Run{testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Succeeded(slot, slot.Add(time.Minute)).Obj()},
+			want: current(v1alpha1.PhaseScheduled, v1alpha1.ReasonSucceeded),
+		},
+		{
+			name: "cron, last finished run failed for good: Scheduled, not Ready (LastRunFailed), failed",
+			task: cron().MaxRetry(0).Obj(),
+			runs: []runs.Run{testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Failed(slot, slot.Add(time.Minute), v1alpha1.AttemptPodFailed, "exit 3").Obj()},
+			want: failed(v1alpha1.PhaseScheduled, v1alpha1.ReasonLastRunFailed),
+		},
+		{
+			name: "cron, a failed run then one running: Running, still not Ready",
+			task: cron().MaxRetry(0).Obj(),
+			runs: []runs.Run{
+				testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Failed(slot, slot.Add(time.Minute), v1alpha1.AttemptPodFailed, "exit 3").Obj(),
+				testutil.MakeRun(runs.ScheduledID(ago(time.Hour))).Scheduled(ago(time.Hour)).Active(ago(time.Hour)).Obj(),
+			},
+			want: failed(v1alpha1.PhaseRunning, v1alpha1.ReasonLastRunFailed),
+		},
+		{
+			name:    "a bad schedule: Failed, not Ready (InvalidSchedule), failed",
+			task:    oneShot().Schedule("61 * * * *").Obj(),
+			problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule, Message: "bad minute"},
+			want:    failed(v1alpha1.PhaseFailed, v1alpha1.ReasonInvalidSchedule),
+		},
+		{
+			name:    "a Job the API server refused: Failed, not Ready (InvalidSpec), failed",
+			task:    oneShot().Obj(),
+			problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "the API server refused the Job"},
+			want:    failed(v1alpha1.PhaseFailed, v1alpha1.ReasonInvalidSpec),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertRow(t, compute(t, tt.task, tt.runs, tt.problem), tt.want)
+		})
+	}
+}
+
+func TestSuspendKeepsReadyFailedAndStalledAndReconcilingSaysWhetherTheRunIsUnfinished(t *testing.T) {
+	// A Task that succeeded, then got a run-now re-run, then was suspended
+	// while that run waits out its backoff.
+	task := compute(t, oneShot().Obj(), []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj()}, nil)
+	assertRow(t, task, current(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded))
+	task.Spec.Suspend = ptrTo(true)
+	rerun := testutil.MakeRun(runs.RunNowID("x")).Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()
+	both := []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj(), rerun}
+
+	got := compute(t, task, both, nil)
+	assertRow(t, got, row{v1alpha1.PhaseSuspended, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse,
+		v1alpha1.ReasonSucceeded, kstatus.InProgressStatus})
+
+	rerunDone := testutil.MakeRun(runs.RunNowID("x")).Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").
+		Succeeded(now, now).Obj()
+	got = compute(t, got, []runs.Run{both[0], rerunDone}, nil)
+	assertRow(t, got, row{v1alpha1.PhaseSuspended, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse,
+		v1alpha1.ReasonSucceeded, kstatus.CurrentStatus})
+}
+
+func TestASuspendedTaskWithAnActiveJobIsRunning(t *testing.T) {
+	got := compute(t, oneShot().Suspend(true).Obj(), []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()}, nil)
+	if got.Status.Phase != v1alpha1.PhaseRunning {
+		t.Errorf("phase %s, want Running", got.Status.Phase)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
