@@ -20,8 +20,11 @@ var now = time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
 
 func ago(d time.Duration) time.Time { return now.Add(-d) }
 
-func task() *testutil.TaskWrapper {
-	return testutil.MakeTask("ns", "t").UID("uid-1").Generation(1).Retries(2, 10, 60, 2).StartTimeout(300)
+// task is a one-shot Task with up to 3 attempts, 10 s apart at first, and
+// a start timeout of 5 minutes.
+func task(opts ...testutil.TaskOpt) *v1alpha1.Task {
+	base := []testutil.TaskOpt{testutil.UID("uid-1"), testutil.Generation(1), testutil.Retries(2, 10, 60, 2), testutil.StartTimeout(300)}
+	return testutil.NewTask("ns", "t", append(base, opts...)...)
 }
 
 // recorded is a stored status whose history records runs as finished.
@@ -43,22 +46,22 @@ func TestDecide(t *testing.T) {
 	}{
 		{
 			name: "a new one-shot Task starts its initial run",
-			in:   plan.Input{Task: task().Obj()},
+			in:   plan.Input{Task: task()},
 			want: plan.Plan{Start: []plan.Start{{RunID: runs.OneShot, Attempt: 1}}},
 		},
 		{
 			name: "a running attempt within its start timeout is looked at when the timeout passes",
-			in:   plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()}},
+			in:   plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()}},
 			want: plan.Plan{Wake: ago(time.Minute).Add(300 * time.Second)},
 		},
 		{
 			name: "an attempt whose pods have all started needs no look",
-			in:   plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Hour)).Obj()}},
+			in:   plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Hour)).Obj()}},
 			want: plan.Plan{},
 		},
 		{
 			name: "an attempt whose pod cannot pull its image is stopped after the start timeout, and retried after its backoff",
-			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(301 * time.Second)).Obj()},
+			in: plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(301 * time.Second)).Obj()},
 				Pods: map[string][]retry.PodStart{"t-0-1": imagePull}},
 			want: plan.Plan{
 				Stop: []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptStartTimeout, Message: "pod p did not start within 5m0s: ImagePullBackOff: no such image"}},
@@ -67,25 +70,25 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a failed attempt waits out its backoff",
-			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").
+			in: plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").
 				Failed(ago(time.Minute), ago(5*time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}},
 			want: plan.Plan{Wake: ago(5 * time.Second).Add(10 * time.Second)},
 		},
 		{
 			name: "a failed attempt whose backoff passed starts the next attempt",
-			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").
+			in: plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").
 				Failed(ago(time.Minute), ago(10*time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}},
 			want: plan.Plan{Start: []plan.Start{{RunID: "0", Attempt: 2}}},
 		},
 		{
 			name: "an attempt whose Job was deleted is retried at once",
-			in: plan.Input{Task: task().Obj(), DeletedJobs: 1, Runs: []runs.Run{testutil.MakeRun("0").
+			in: plan.Input{Task: task(), DeletedJobs: 1, Runs: []runs.Run{testutil.MakeRun("0").
 				Failed(now, now, v1alpha1.AttemptJobDeleted, "deleted").Obj()}},
 			want: plan.Plan{Start: []plan.Start{{RunID: "0", Attempt: 2}}, DeletedJobs: 1},
 		},
 		{
 			name: "a run-now token under Replace stops the active run and starts its own",
-			in: plan.Input{Task: task().Concurrency(v1alpha1.ReplaceConcurrent).Annotation(runNow, "again").Status(recorded()).Obj(),
+			in: plan.Input{Task: task(testutil.Concurrency(v1alpha1.ReplaceConcurrent), testutil.Annotation(runNow, "again"), testutil.Status(recorded())),
 				Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Minute)).Obj()}},
 			want: plan.Plan{
 				Stop:        []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptReplaced, Message: "replaced by a newer run (concurrencyPolicy: Replace)"}},
@@ -95,13 +98,13 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "the output of an attempt being failed for its deadline is kept on its Job",
-			in: plan.Input{Task: task().Obj(), Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Minute)).Failing(v1alpha1.AttemptDeadlineExceeded).Obj()},
+			in: plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Minute)).Failing(v1alpha1.AttemptDeadlineExceeded).Obj()},
 				Captured: map[string]string{"t-0-1": "step 3 of 5"}},
 			want: plan.Plan{Capture: map[string]string{"t-0-1": "step 3 of 5"}},
 		},
 		{
 			name: "finished runs beyond the history limit lose their Jobs once the status records them",
-			in: plan.Input{Task: task().HistoryLimits(1, 1).Status(recorded("0", runs.RunNowID("a"))).Obj(), Runs: []runs.Run{
+			in: plan.Input{Task: task(testutil.HistoryLimits(1, 1), testutil.Status(recorded("0", runs.RunNowID("a")))), Runs: []runs.Run{
 				testutil.MakeRun("0").Succeeded(ago(3*time.Hour), ago(3*time.Hour)).Obj(),
 				testutil.MakeRun(runs.RunNowID("a")).Succeeded(ago(2*time.Hour), ago(2*time.Hour)).Obj(),
 				testutil.MakeRun(runs.RunNowID("b")).Succeeded(ago(time.Hour), ago(time.Hour)).Obj(),
@@ -113,30 +116,30 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a run over the limit the status does not record yet is pruned a second later",
-			in: plan.Input{Task: task().HistoryLimits(0, 0).Status(recorded()).Obj(), Runs: []runs.Run{
+			in: plan.Input{Task: task(testutil.HistoryLimits(0, 0), testutil.Status(recorded())), Runs: []runs.Run{
 				testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj(),
 			}},
 			want: plan.Plan{Wake: now.Add(time.Second)},
 		},
 		{
 			name: "a finished one-shot Task past its TTL expires",
-			in:   plan.Input{Task: task().TTL(60).Obj(), Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(2*time.Minute), ago(time.Minute)).Obj()}},
+			in:   plan.Input{Task: task(testutil.TTL(60)), Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(2*time.Minute), ago(time.Minute)).Obj()}},
 			want: plan.Plan{Expire: true},
 		},
 		{
 			name: "a finished one-shot Task within its TTL is looked at when it passes",
-			in:   plan.Input{Task: task().TTL(600).Obj(), Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(2*time.Minute), ago(time.Minute)).Obj()}},
+			in:   plan.Input{Task: task(testutil.TTL(600)), Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(2*time.Minute), ago(time.Minute)).Obj()}},
 			want: plan.Plan{Wake: ago(time.Minute).Add(600 * time.Second)},
 		},
 		{
 			name: "a bad schedule is a problem and nothing is done",
-			in:   plan.Input{Task: task().Schedule("61 * * * *").Obj(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Hour)).Obj()}},
+			in:   plan.Input{Task: task(testutil.Schedule("61 * * * *")), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Hour)).Obj()}},
 			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule,
 				Message: `spec.schedule: invalid minute field "61" in "61 * * * *": end of range (61) above maximum (59): 61`}},
 		},
 		{
 			name: "labels a Job lost are put back, even when the spec is a problem",
-			in: plan.Input{Task: task().Schedule("61 * * * *").Obj(), Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},
+			in: plan.Input{Task: task(testutil.Schedule("61 * * * *")), Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},
 			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule,
 				Message: `spec.schedule: invalid minute field "61" in "61 * * * *": end of range (61) above maximum (59): 61`},
 				Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},
@@ -158,11 +161,11 @@ func TestAJobTheAPIServerRefusedIsNotRetriedUntilTheSpecChanges(t *testing.T) {
 	st := v1alpha1.TaskStatus{}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionTrue,
 		Reason: string(v1alpha1.ReasonInvalidSpec), Message: "refused", ObservedGeneration: 1})
-	got := plan.Decide(plan.Input{Task: task().Status(st).Obj(), Now: now})
+	got := plan.Decide(plan.Input{Task: task(testutil.Status(st)), Now: now})
 	if got.Problem == nil || got.Problem.Reason != v1alpha1.ReasonInvalidSpec || len(got.Start) > 0 {
 		t.Fatalf("generation 1: %+v, want InvalidSpec and nothing started", got)
 	}
-	got = plan.Decide(plan.Input{Task: task().Generation(2).Status(st).Obj(), Now: now})
+	got = plan.Decide(plan.Input{Task: task(testutil.Generation(2), testutil.Status(st)), Now: now})
 	if got.Problem != nil || len(got.Start) != 1 {
 		t.Fatalf("generation 2: %+v, want the initial run started", got)
 	}
@@ -171,7 +174,7 @@ func TestAJobTheAPIServerRefusedIsNotRetriedUntilTheSpecChanges(t *testing.T) {
 func TestADueCronSlotStartsItsRunAndTheNextSlotWakesThePass(t *testing.T) {
 	last := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	st := v1alpha1.TaskStatus{ObservedGeneration: 1, LastScheduleTime: status.Time(last)}
-	got := plan.Decide(plan.Input{Task: task().Schedule("0 * * * *").Status(st).Obj(), Now: time.Date(2026, 1, 1, 10, 0, 5, 0, time.UTC)})
+	got := plan.Decide(plan.Input{Task: task(testutil.Schedule("0 * * * *"), testutil.Status(st)), Now: time.Date(2026, 1, 1, 10, 0, 5, 0, time.UTC)})
 	slot := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	if len(got.Start) != 1 || got.Start[0].RunID != runs.ScheduledID(slot) || !got.Start[0].Scheduled.Equal(slot) {
 		t.Fatalf("start %+v, want the 10:00 slot's run", got.Start)
@@ -182,19 +185,19 @@ func TestADueCronSlotStartsItsRunAndTheNextSlotWakesThePass(t *testing.T) {
 }
 
 func TestTheStatusWriteWaitsForTheNextPassOnlyWhenNothingButJobsWasDecided(t *testing.T) {
-	fresh := plan.Decide(plan.Input{Task: task().Obj(), Now: now})
+	fresh := plan.Decide(plan.Input{Task: task(), Now: now})
 	if !fresh.RecordLater(1) {
 		t.Error("a pass that created the initial Job should leave the status write to the next pass")
 	}
 	if fresh.RecordLater(0) {
 		t.Error("a pass that created nothing must write the status")
 	}
-	deleted := plan.Decide(plan.Input{Task: task().Obj(), DeletedJobs: 1, Now: now,
+	deleted := plan.Decide(plan.Input{Task: task(), DeletedJobs: 1, Now: now,
 		Runs: []runs.Run{testutil.MakeRun("0").Failed(now, now, v1alpha1.AttemptJobDeleted, "deleted").Obj()}})
 	if deleted.RecordLater(1) {
 		t.Error("a deleted Job is known only to this pass: its status write must not wait")
 	}
-	expired := plan.Decide(plan.Input{Task: task().TTL(0).Obj(), Now: now,
+	expired := plan.Decide(plan.Input{Task: task(testutil.TTL(0)), Now: now,
 		Runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Minute)).Obj()}})
 	if !expired.Expire || expired.RecordLater(1) {
 		t.Error("an expiring Task must write its status before it is deleted")
@@ -203,7 +206,7 @@ func TestTheStatusWriteWaitsForTheNextPassOnlyWhenNothingButJobsWasDecided(t *te
 
 func TestDecideLeavesItsInputAsItIs(t *testing.T) {
 	rs := []runs.Run{testutil.MakeRun("0").Active(ago(301 * time.Second)).Obj()}
-	in := plan.Input{Task: task().Obj(), Runs: rs, Now: now,
+	in := plan.Input{Task: task(), Runs: rs, Now: now,
 		Pods: map[string][]retry.PodStart{"t-0-1": {{Name: "p", Created: ago(301 * time.Second)}}}}
 	if got := plan.Decide(in); len(got.Stop) != 1 {
 		t.Fatalf("stop %+v, want the stuck attempt stopped", got.Stop)

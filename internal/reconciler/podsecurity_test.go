@@ -2,32 +2,17 @@ package reconciler_test
 
 import (
 	"strings"
-	"sync"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
 )
-
-// warnings collects the API server's warnings (Pod Security's warn mode
-// speaks through them).
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
 
 // restrictedNamespace is a namespace that enforces and warns on the
 // restricted Pod Security Standard.
@@ -46,9 +31,7 @@ func restrictedNamespace(t *testing.T) string {
 // Job would create, as a dry run, and returns the warnings.
 func admitPod(t *testing.T, job *batchv1.Job) []string {
 	t.Helper()
-	w := &warnings{}
-	cfg := rest.CopyConfig(restCfg)
-	cfg.WarningHandler = w
+	cfg, w := testutil.WarnOn(restCfg)
 	c, err := client.New(cfg, client.Options{Scheme: testutil.Scheme()})
 	must(t, err)
 	pod := &corev1.Pod{
@@ -58,7 +41,7 @@ func admitPod(t *testing.T, job *batchv1.Job) []string {
 	if err := c.Create(ctx, pod, client.DryRunAll); err != nil {
 		t.Fatalf("the pod of Job %s is refused: %v", job.Name, err)
 	}
-	return w.list
+	return w.Take()
 }
 
 func TestTheJobOfAnHTTPTaskRunsTheRunnerWithSecretsByReferenceAndPassesRestricted(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestAFinishedRunNeverTurnsBackToRunningWhenTheCacheLags(t *testing.T) {
-	done := compute(t, oneShot().Obj(), []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Second)).Obj()}, nil)
+	done := compute(t, oneShot(), []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Second)).Obj()}, nil)
 	// The cache still shows the attempt running.
 	again := compute(t, done, []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()}, nil)
 	if h := again.Status.History[0]; h.Result != v1alpha1.RunResultSucceeded || h.Reason != v1alpha1.ReasonSucceeded {
@@ -23,7 +23,7 @@ func TestAFinishedRunNeverTurnsBackToRunningWhenTheCacheLags(t *testing.T) {
 
 func TestARunsAttemptsNeverDecrease(t *testing.T) {
 	two := testutil.MakeRun("0").Failed(ago(time.Hour), ago(time.Hour), v1alpha1.AttemptPodFailed, "exit 1").Active(ago(time.Minute)).Obj()
-	st := compute(t, oneShot().Obj(), []runs.Run{two}, nil)
+	st := compute(t, oneShot(), []runs.Run{two}, nil)
 	if st.Status.Attempts != 2 || st.Status.RetryCount != 1 {
 		t.Fatalf("attempts %d retryCount %d, want 2 and 1", st.Status.Attempts, st.Status.RetryCount)
 	}
@@ -36,7 +36,7 @@ func TestARunsAttemptsNeverDecrease(t *testing.T) {
 
 func TestHistoryEntriesRecordHowTheRunEnded(t *testing.T) {
 	slotA, slotB, slotC := ago(3*time.Hour), ago(2*time.Hour), ago(time.Hour)
-	task := cron().MaxRetry(0).Obj()
+	task := cron(testutil.MaxRetry(0))
 	got := compute(t, task, []runs.Run{
 		testutil.MakeRun(runs.ScheduledID(slotA)).Scheduled(slotA).Succeeded(slotA, slotA.Add(time.Minute)).Obj(),
 		testutil.MakeRun(runs.ScheduledID(slotB)).Scheduled(slotB).Failed(slotB, slotB.Add(time.Minute), v1alpha1.AttemptNotRetryable, "bad request").Obj(),
@@ -53,7 +53,7 @@ func TestHistoryEntriesRecordHowTheRunEnded(t *testing.T) {
 func TestARecordFromBeforeHistoryHadReasonsGetsTheOneItsJobsTell(t *testing.T) {
 	old := v1alpha1.RunRecord{RunID: "0", Attempts: 1, Result: v1alpha1.RunResultFailed, Message: "NotRetryable: bad request",
 		StartTime: status.Time(ago(time.Hour)), CompletionTime: status.Time(ago(time.Hour))}
-	got := compute(t, oneShot().Status(finished(old)).Obj(),
+	got := compute(t, oneShot(testutil.Status(finished(old))),
 		[]runs.Run{testutil.MakeRun("0").Failed(ago(time.Hour), ago(time.Hour), v1alpha1.AttemptNotRetryable, "bad request").Obj()}, nil)
 	if h := got.Status.History[0]; h.Reason != v1alpha1.ReasonNotRetryable || h.Message != old.Message {
 		t.Errorf("history[0] = %+v, want the old record with reason NotRetryable", h)
@@ -62,7 +62,7 @@ func TestARecordFromBeforeHistoryHadReasonsGetsTheOneItsJobsTell(t *testing.T) {
 
 func TestLastErrorIsAboutTheNewestFailedAttemptAndWrittenOnce(t *testing.T) {
 	run := testutil.MakeRun("0").Failed(ago(time.Hour), ago(time.Hour), v1alpha1.AttemptPodFailed, "job message").Obj()
-	in := status.Input{Task: oneShot().Obj(), Runs: []runs.Run{run}, Now: now,
+	in := status.Input{Task: oneShot(), Runs: []runs.Run{run}, Now: now,
 		Outputs: map[string]string{run.Latest().JobName: "pod t-0-1-0 exited with code 3: boom"}}
 	st := status.Compute(in)
 	if want := "PodFailed (attempt 1, job t-0-1): pod t-0-1-0 exited with code 3: boom"; st.LastError != want {
@@ -72,7 +72,7 @@ func TestLastErrorIsAboutTheNewestFailedAttemptAndWrittenOnce(t *testing.T) {
 		t.Errorf("lastErrorJobName %q, want t-0-1", st.LastErrorJobName)
 	}
 	// A later pass does not read the output again and keeps lastError.
-	task := oneShot().Status(st).Obj()
+	task := oneShot(testutil.Status(st))
 	if got := status.OutputsToRead(task, []runs.Run{run}, now); len(got) != 0 {
 		t.Errorf("OutputsToRead = %v after lastError was written, want none", got)
 	}
@@ -86,7 +86,7 @@ func TestOutputsAreReadForTheNewestFailureAndNewlyFinishedRunsOnly(t *testing.T)
 		Succeeded(ago(time.Hour), ago(time.Hour)).Obj()
 	running := testutil.MakeRun(runs.RunNowID("x")).Active(ago(time.Minute)).Obj()
 	stopped := testutil.MakeRun(runs.RunNowID("y")).Stopped(ago(30*time.Minute), ago(29*time.Minute), v1alpha1.AttemptReplaced, "replaced").Obj()
-	got := status.OutputsToRead(oneShot().Obj(), []runs.Run{failedRun, stopped, running}, now)
+	got := status.OutputsToRead(oneShot(), []runs.Run{failedRun, stopped, running}, now)
 	if want := "t-0-1,t-0-2"; strings.Join(got, ",") != want {
 		t.Errorf("OutputsToRead = %v, want %s (the failed attempt and the succeeded one)", got, want)
 	}
@@ -94,7 +94,7 @@ func TestOutputsAreReadForTheNewestFailureAndNewlyFinishedRunsOnly(t *testing.T)
 
 func TestASucceededRunsMessageCarriesItsOutput(t *testing.T) {
 	run := testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Second)).Obj()
-	st := status.Compute(status.Input{Task: oneShot().Obj(), Runs: []runs.Run{run}, Now: now,
+	st := status.Compute(status.Input{Task: oneShot(), Runs: []runs.Run{run}, Now: now,
 		Outputs: map[string]string{"t-0-1": "done: 42 rows"}})
 	if want := "succeeded on attempt 1: done: 42 rows"; st.History[0].Message != want {
 		t.Errorf("message %q, want %q", st.History[0].Message, want)
@@ -104,7 +104,7 @@ func TestASucceededRunsMessageCarriesItsOutput(t *testing.T) {
 func TestMessagesAreCutAtTheContractsBound(t *testing.T) {
 	long := strings.Repeat("é", status.MaxMessage)
 	run := testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, long).Obj()
-	st := status.Compute(status.Input{Task: oneShot().MaxRetry(0).Obj(), Runs: []runs.Run{run}, Now: now})
+	st := status.Compute(status.Input{Task: oneShot(testutil.MaxRetry(0)), Runs: []runs.Run{run}, Now: now})
 	for what, s := range map[string]string{"lastError": st.LastError, "history message": st.History[0].Message} {
 		if len(s) > status.MaxMessage || !strings.Contains(s, "...") {
 			t.Errorf("%s is %d bytes, want at most %d with a cut mark", what, len(s), status.MaxMessage)
@@ -121,7 +121,7 @@ func TestHistoryKeepsTheNewestTenRunsNewestFirst(t *testing.T) {
 		slot := ago(time.Duration(i) * time.Hour)
 		rs = append(rs, testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Succeeded(slot, slot.Add(time.Minute)).Obj())
 	}
-	st := status.Compute(status.Input{Task: cron().Obj(), Runs: rs, Now: now})
+	st := status.Compute(status.Input{Task: cron(), Runs: rs, Now: now})
 	if len(st.History) != 10 || st.History[0].RunID != runs.ScheduledID(ago(time.Hour)) {
 		t.Fatalf("history has %d entries, first %s; want 10, newest first", len(st.History), st.History[0].RunID)
 	}

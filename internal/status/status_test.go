@@ -80,11 +80,15 @@ func assertRow(t *testing.T, task *v1alpha1.Task, want row) {
 	}
 }
 
-func oneShot() *testutil.TaskWrapper {
-	return testutil.MakeTask("ns", "t").Generation(1).Retries(2, 10, 60, 2)
+// oneShot is a one-shot Task with up to 3 attempts, 10 s apart at first.
+func oneShot(opts ...testutil.TaskOpt) *v1alpha1.Task {
+	return testutil.NewTask("ns", "t", append([]testutil.TaskOpt{testutil.Generation(1), testutil.Retries(2, 10, 60, 2)}, opts...)...)
 }
 
-func cron() *testutil.TaskWrapper { return oneShot().Schedule("0 * * * *") }
+// cron is oneShot on an hourly schedule.
+func cron(opts ...testutil.TaskOpt) *v1alpha1.Task {
+	return oneShot(append([]testutil.TaskOpt{testutil.Schedule("0 * * * *")}, opts...)...)
+}
 
 // finished is a stored status that already records runs as finished.
 func finished(results ...v1alpha1.RunRecord) v1alpha1.TaskStatus {
@@ -102,25 +106,25 @@ func TestTheConditionsTableOfTheContract(t *testing.T) {
 	}{
 		{
 			name: "one-shot, no Job yet: Pending, in progress",
-			task: oneShot().Obj(),
+			task: oneShot(),
 			want: inProgress(v1alpha1.PhasePending, v1alpha1.ReasonPending),
 		},
 		{
 			name: "one-shot, an attempt running: Running, in progress",
-			task: oneShot().Obj(),
+			task: oneShot(),
 			runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()},
 			want: inProgress(v1alpha1.PhaseRunning, v1alpha1.ReasonRunning),
 		},
 		{
 			name: "one-shot, waiting out its backoff: Retrying, in progress",
-			task: oneShot().Obj(),
+			task: oneShot(),
 			runs: []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()},
 			want: inProgress(v1alpha1.PhaseRetrying, v1alpha1.ReasonRetrying),
 		},
 		{
 			name: "one-shot, a run-now re-run in progress: Running, in progress",
-			task: oneShot().Status(finished(v1alpha1.RunRecord{RunID: "0", Attempts: 1, Result: v1alpha1.RunResultSucceeded,
-				StartTime: status.Time(ago(time.Hour)), CompletionTime: status.Time(ago(time.Hour))})).Obj(),
+			task: oneShot(testutil.Status(finished(v1alpha1.RunRecord{RunID: "0", Attempts: 1, Result: v1alpha1.RunResultSucceeded,
+				StartTime: status.Time(ago(time.Hour)), CompletionTime: status.Time(ago(time.Hour))}))),
 			runs: []runs.Run{
 				testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj(),
 				testutil.MakeRun(runs.RunNowID("again")).Active(ago(time.Minute)).Obj(),
@@ -129,54 +133,54 @@ func TestTheConditionsTableOfTheContract(t *testing.T) {
 		},
 		{
 			name: "one-shot, run succeeded: Succeeded, current",
-			task: oneShot().Obj(),
+			task: oneShot(),
 			runs: []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Second)).Obj()},
 			want: current(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded),
 		},
 		{
 			name: "one-shot, run failed for good: Failed, failed, with the final reason",
-			task: oneShot().MaxRetry(0).Obj(),
+			task: oneShot(testutil.MaxRetry(0)),
 			runs: []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()},
 			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonRetriesExhausted),
 		},
 		{
 			name: "one-shot, the runner's bad request: Failed NotRetryable",
-			task: oneShot().Obj(),
+			task: oneShot(),
 			runs: []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptNotRetryable, "bad URL").Obj()},
 			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonNotRetryable),
 		},
 		{
 			name: "one-shot, failed for good and its Jobs pruned: the history's reason stays",
-			task: oneShot().Status(finished(v1alpha1.RunRecord{RunID: "0", Attempts: 1, Result: v1alpha1.RunResultFailed,
-				Reason: v1alpha1.ReasonNotRetryable, StartTime: status.Time(ago(time.Hour)), CompletionTime: status.Time(ago(time.Hour))})).Obj(),
+			task: oneShot(testutil.Status(finished(v1alpha1.RunRecord{RunID: "0", Attempts: 1, Result: v1alpha1.RunResultFailed,
+				Reason: v1alpha1.ReasonNotRetryable, StartTime: status.Time(ago(time.Hour)), CompletionTime: status.Time(ago(time.Hour))}))),
 			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonNotRetryable),
 		},
 		{
 			name: "cron, no finished run yet: Scheduled, Ready",
-			task: cron().Obj(),
+			task: cron(),
 			want: current(v1alpha1.PhaseScheduled, v1alpha1.ReasonScheduled),
 		},
 		{
 			name: "cron, the first run running: Running, Ready",
-			task: cron().Obj(),
+			task: cron(),
 			runs: []runs.Run{testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Active(slot).Obj()},
 			want: current(v1alpha1.PhaseRunning, v1alpha1.ReasonScheduled),
 		},
 		{
 			name: "cron, last finished run succeeded: Scheduled, Ready",
-			task: cron().Obj(),
+			task: cron(),
 			runs: []runs.Run{testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Succeeded(slot, slot.Add(time.Minute)).Obj()},
 			want: current(v1alpha1.PhaseScheduled, v1alpha1.ReasonSucceeded),
 		},
 		{
 			name: "cron, last finished run failed for good: Scheduled, not Ready (LastRunFailed), failed",
-			task: cron().MaxRetry(0).Obj(),
+			task: cron(testutil.MaxRetry(0)),
 			runs: []runs.Run{testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Failed(slot, slot.Add(time.Minute), v1alpha1.AttemptPodFailed, "exit 3").Obj()},
 			want: failed(v1alpha1.PhaseScheduled, v1alpha1.ReasonLastRunFailed),
 		},
 		{
 			name: "cron, a failed run then one running: Running, still not Ready",
-			task: cron().MaxRetry(0).Obj(),
+			task: cron(testutil.MaxRetry(0)),
 			runs: []runs.Run{
 				testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Failed(slot, slot.Add(time.Minute), v1alpha1.AttemptPodFailed, "exit 3").Obj(),
 				testutil.MakeRun(runs.ScheduledID(ago(time.Hour))).Scheduled(ago(time.Hour)).Active(ago(time.Hour)).Obj(),
@@ -185,13 +189,13 @@ func TestTheConditionsTableOfTheContract(t *testing.T) {
 		},
 		{
 			name:    "a bad schedule: Failed, not Ready (InvalidSchedule), failed",
-			task:    oneShot().Schedule("61 * * * *").Obj(),
+			task:    oneShot(testutil.Schedule("61 * * * *")),
 			problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule, Message: "bad minute"},
 			want:    failed(v1alpha1.PhaseFailed, v1alpha1.ReasonInvalidSchedule),
 		},
 		{
 			name:    "a Job the API server refused: Failed, not Ready (InvalidSpec), failed",
-			task:    oneShot().Obj(),
+			task:    oneShot(),
 			problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "the API server refused the Job"},
 			want:    failed(v1alpha1.PhaseFailed, v1alpha1.ReasonInvalidSpec),
 		},
@@ -206,7 +210,7 @@ func TestTheConditionsTableOfTheContract(t *testing.T) {
 func TestSuspendKeepsReadyFailedAndStalledAndReconcilingSaysWhetherTheRunIsUnfinished(t *testing.T) {
 	// A Task that succeeded, then got a run-now re-run, then was suspended
 	// while that run waits out its backoff.
-	task := compute(t, oneShot().Obj(), []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj()}, nil)
+	task := compute(t, oneShot(), []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Hour), ago(time.Hour)).Obj()}, nil)
 	assertRow(t, task, current(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded))
 	task.Spec.Suspend = ptrTo(true)
 	rerun := testutil.MakeRun(runs.RunNowID("x")).Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()
@@ -224,7 +228,7 @@ func TestSuspendKeepsReadyFailedAndStalledAndReconcilingSaysWhetherTheRunIsUnfin
 }
 
 func TestASuspendedTaskWithAnActiveJobIsRunning(t *testing.T) {
-	got := compute(t, oneShot().Suspend(true).Obj(), []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()}, nil)
+	got := compute(t, oneShot(testutil.Suspend(true)), []runs.Run{testutil.MakeRun("0").Active(ago(time.Minute)).Obj()}, nil)
 	if got.Status.Phase != v1alpha1.PhaseRunning {
 		t.Errorf("phase %s, want Running", got.Status.Phase)
 	}

@@ -15,135 +15,135 @@ import (
 	"github.com/taskops/task-operator/internal/runs"
 )
 
-// The project's one set of test builders, in the style of Kueue's
-// pkg/util/testing: MakeX gives a valid object, each method changes one
-// thing and returns the builder, Obj returns the object.
+// The project's one set of test builders. A Task is built from options,
+// so a table of cases can hold the options of each case (the namespace is
+// only known when the test runs): NewTask gives a valid one-shot shell
+// Task, each option changes one thing. A run is built in the style of
+// Kueue's pkg/util/testing, MakeRun(...).Succeeded(...).Obj(), its attempts
+// in the order they were made.
 
-// TaskWrapper builds a Task.
-type TaskWrapper struct{ v1alpha1.Task }
+// TaskOpt changes a Task under construction.
+type TaskOpt func(*v1alpha1.Task)
 
-// MakeTask is a one-shot shell Task running `echo hello`.
-func MakeTask(ns, name string) *TaskWrapper {
-	return &TaskWrapper{v1alpha1.Task{
+// NewTask is a one-shot shell Task running `echo hello`, changed by opts.
+func NewTask(ns, name string, opts ...TaskOpt) *v1alpha1.Task {
+	t := &v1alpha1.Task{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "echo hello"},
-	}}
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
 }
-
-// Obj returns the Task.
-func (w *TaskWrapper) Obj() *v1alpha1.Task { return &w.Task }
 
 // Shell sets the shell command. On a real node it is what runs, so a
 // failure comes from the shell itself (`exit 3`, stderr, `sleep`).
-func (w *TaskWrapper) Shell(cmd string) *TaskWrapper { w.Spec.Shell = cmd; return w }
+func Shell(cmd string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Shell = cmd } }
 
 // HTTP makes it an http Task calling url.
-func (w *TaskWrapper) HTTP(url string) *TaskWrapper {
-	w.Spec.Type, w.Spec.Shell, w.Spec.URL = v1alpha1.TaskTypeHTTP, "", url
-	return w
+func HTTP(url string) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.Type, t.Spec.Shell, t.Spec.URL = v1alpha1.TaskTypeHTTP, "", url }
 }
 
 // Image sets spec.image.
-func (w *TaskWrapper) Image(image string) *TaskWrapper { w.Spec.Image = image; return w }
+func Image(image string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Image = image } }
 
 // MaxRetry sets maxRetry.
-func (w *TaskWrapper) MaxRetry(n int32) *TaskWrapper { w.Spec.MaxRetry = n; return w }
+func MaxRetry(n int32) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.MaxRetry = n } }
 
 // Retries sets maxRetry and the backoff.
-func (w *TaskWrapper) Retries(maxRetry, initialSeconds, maxSeconds, factor int32) *TaskWrapper {
-	w.Spec.MaxRetry = maxRetry
-	w.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: initialSeconds, MaxSeconds: maxSeconds, Factor: factor}
-	return w
+func Retries(maxRetry, initialSeconds, maxSeconds, factor int32) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		t.Spec.MaxRetry = maxRetry
+		t.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: initialSeconds, MaxSeconds: maxSeconds, Factor: factor}
+	}
 }
 
 // Replicas sets replicas.
-func (w *TaskWrapper) Replicas(n int32) *TaskWrapper { w.Spec.Replicas = n; return w }
+func Replicas(n int32) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Replicas = n } }
 
 // StartTimeout sets startTimeoutSeconds.
-func (w *TaskWrapper) StartTimeout(seconds int32) *TaskWrapper {
-	w.Spec.StartTimeoutSeconds = ptr.To(seconds)
-	return w
+func StartTimeout(seconds int32) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.StartTimeoutSeconds = ptr.To(seconds) }
 }
 
 // ActiveDeadline sets the per-attempt deadline.
-func (w *TaskWrapper) ActiveDeadline(seconds int64) *TaskWrapper {
-	w.Spec.ActiveDeadlineSeconds = ptr.To(seconds)
-	return w
+func ActiveDeadline(seconds int64) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To(seconds) }
 }
 
 // Schedule makes it a cron Task.
-func (w *TaskWrapper) Schedule(expr string) *TaskWrapper { w.Spec.Schedule = ptr.To(expr); return w }
+func Schedule(expr string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To(expr) } }
 
 // StartingDeadline sets startingDeadlineSeconds.
-func (w *TaskWrapper) StartingDeadline(seconds int64) *TaskWrapper {
-	w.Spec.StartingDeadlineSeconds = ptr.To(seconds)
-	return w
+func StartingDeadline(seconds int64) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.StartingDeadlineSeconds = ptr.To(seconds) }
 }
 
 // Concurrency sets concurrencyPolicy.
-func (w *TaskWrapper) Concurrency(p v1alpha1.ConcurrencyPolicy) *TaskWrapper {
-	w.Spec.ConcurrencyPolicy = p
-	return w
+func Concurrency(p v1alpha1.ConcurrencyPolicy) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.ConcurrencyPolicy = p }
 }
 
 // Suspend sets spec.suspend.
-func (w *TaskWrapper) Suspend(on bool) *TaskWrapper { w.Spec.Suspend = ptr.To(on); return w }
+func Suspend(on bool) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Suspend = ptr.To(on) } }
 
 // TTL sets ttlSecondsAfterFinished.
-func (w *TaskWrapper) TTL(seconds int32) *TaskWrapper {
-	w.Spec.TTLSecondsAfterFinished = ptr.To(seconds)
-	return w
+func TTL(seconds int32) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.TTLSecondsAfterFinished = ptr.To(seconds) }
 }
 
 // HistoryLimits sets successfulRunsHistoryLimit and failedRunsHistoryLimit.
-func (w *TaskWrapper) HistoryLimits(succeeded, failed int32) *TaskWrapper {
-	w.Spec.SuccessfulRunsHistoryLimit, w.Spec.FailedRunsHistoryLimit = ptr.To(succeeded), ptr.To(failed)
-	return w
+func HistoryLimits(succeeded, failed int32) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		t.Spec.SuccessfulRunsHistoryLimit, t.Spec.FailedRunsHistoryLimit = ptr.To(succeeded), ptr.To(failed)
+	}
 }
 
 // Annotation sets an annotation on the Task.
-func (w *TaskWrapper) Annotation(k, v string) *TaskWrapper {
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
+func Annotation(k, v string) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		t.Annotations[k] = v
 	}
-	w.Annotations[k] = v
-	return w
 }
 
 // Label sets a label on the Task.
-func (w *TaskWrapper) Label(k, v string) *TaskWrapper {
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
+func Label(k, v string) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		t.Labels[k] = v
 	}
-	w.Labels[k] = v
-	return w
 }
 
 // PodAnnotations sets spec.podMetadata.annotations from key, value pairs.
-func (w *TaskWrapper) PodAnnotations(kv ...string) *TaskWrapper {
-	if w.Spec.PodMetadata == nil {
-		w.Spec.PodMetadata = &v1alpha1.PodMetadata{}
+func PodAnnotations(kv ...string) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		if t.Spec.PodMetadata == nil {
+			t.Spec.PodMetadata = &v1alpha1.PodMetadata{}
+		}
+		if t.Spec.PodMetadata.Annotations == nil {
+			t.Spec.PodMetadata.Annotations = map[string]string{}
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			t.Spec.PodMetadata.Annotations[kv[i]] = kv[i+1]
+		}
 	}
-	if w.Spec.PodMetadata.Annotations == nil {
-		w.Spec.PodMetadata.Annotations = map[string]string{}
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		w.Spec.PodMetadata.Annotations[kv[i]] = kv[i+1]
-	}
-	return w
 }
 
 // UID sets the UID (for pure tests; the API server sets it otherwise).
-func (w *TaskWrapper) UID(uid string) *TaskWrapper { w.Task.UID = types.UID(uid); return w }
+func UID(uid string) TaskOpt { return func(t *v1alpha1.Task) { t.UID = types.UID(uid) } }
 
 // Generation sets the generation (for pure tests).
-func (w *TaskWrapper) Generation(g int64) *TaskWrapper { w.Task.Generation = g; return w }
+func Generation(g int64) TaskOpt { return func(t *v1alpha1.Task) { t.Generation = g } }
 
 // Status sets the stored status (for pure tests).
-func (w *TaskWrapper) Status(st v1alpha1.TaskStatus) *TaskWrapper { w.Task.Status = st; return w }
-
-// With applies a change no method names.
-func (w *TaskWrapper) With(change func(*v1alpha1.Task)) *TaskWrapper { change(&w.Task); return w }
+func Status(st v1alpha1.TaskStatus) TaskOpt { return func(t *v1alpha1.Task) { t.Status = st } }
 
 // RunWrapper builds a run, as internal/runs reads it from Jobs.
 type RunWrapper struct{ runs.Run }

@@ -20,10 +20,12 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
-// RepoRoot is the repository's top folder.
+// RepoRoot is the repository's top folder, absolute: where this source
+// file was compiled from, two folders up. The suites, the benchmark and the
+// manifests tests all find the repository this way.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
 // Scheme knows the built-in types and Tasks.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskops/task-operator/internal/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +62,7 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := m.apiWrites()
+	w := apiWrites(m)
 	want := map[string]float64{"jobs": 1000, "jobs/status": 3000, "tasks/status": 2003}
 	for k, v := range want {
 		if w[k] != v {
@@ -71,13 +72,13 @@ func TestParseMetrics(t *testing.T) {
 	if len(w) != len(want) {
 		t.Errorf("apiWrites = %v, want only %v (reads are not writes)", w, want)
 	}
-	if c := m.apiConflicts()["tasks/status"]; c != 3 {
+	if c := apiConflicts(m)["tasks/status"]; c != 3 {
 		t.Errorf("conflicts = %v, want 3", c)
 	}
-	if v := m.value("process_resident_memory_bytes"); v != 42e6 {
+	if v := m.Value("process_resident_memory_bytes"); v != 42e6 {
 		t.Errorf("RSS = %v", v)
 	}
-	if v := m.sum("weird_metric", func(l map[string]string) bool { return l["path"] == `a "quoted" \ value` }); v != 1500 {
+	if v := m.Sum("weird_metric", func(l map[string]string) bool { return l["path"] == `a "quoted" \ value` }); v != 1500 {
 		t.Errorf("escaped label: %v", v)
 	}
 	before := map[string]float64{"jobs": 10, "tasks": 5}
@@ -172,10 +173,7 @@ func TestAuditPolicyOnAPIServer(t *testing.T) {
 	if assets == "" {
 		t.Skip("KUBEBUILDER_ASSETS is not set (make test sets it)")
 	}
-	root, err := findRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.RepoRoot()
 	logPath := filepath.Join(t.TempDir(), "audit.log")
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
 	env.ControlPlane.GetAPIServer().Configure().

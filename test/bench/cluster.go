@@ -3,29 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
 // clusterSettings are the knobs one session's control plane starts with.
@@ -49,58 +40,30 @@ type cluster struct {
 	audit      string        // the API server's audit log; "" when it writes none
 }
 
-var scheme = runtime.NewScheme()
+var scheme = testutil.Scheme()
 
-func init() {
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-}
-
-// clusterScript runs hack/local-cluster.sh CMD --dir DIR with env added.
-func clusterScript(ctx context.Context, root, dir string, env []string, logw io.Writer, cmd string) (string, error) {
-	c := exec.CommandContext(ctx, filepath.Join(root, "hack/local-cluster.sh"), cmd, "--dir", dir)
-	c.Dir = root
-	c.Env = append(os.Environ(), env...)
-	var out bytes.Buffer
-	c.Stdout = &out
-	c.Stderr = logw
-	err := c.Run()
-	return out.String(), err
-}
-
-// upCluster starts a fresh control plane in dir: `down` first, so every
-// session starts from an empty etcd, then `up` with the session's settings.
+// upCluster starts a fresh control plane in dir (harness.StartCluster:
+// `down` first, so every session starts from an empty etcd, then `up` with
+// the session's settings, and the Task CRD).
 func upCluster(ctx context.Context, o *options, s clusterSettings) (*cluster, error) {
 	env := []string{
 		"KCM_QPS=" + strconv.Itoa(s.kcmQPS),
 		"KCM_BURST=" + strconv.Itoa(s.kcmBurst),
 		"LOCAL_CLUSTER_NODE_PODS=" + strconv.Itoa(s.nodePods),
-		// Scale: thousands of simulated pods on a kwok node.
-		"LOCAL_CLUSTER_NODE=kwok",
 	}
 	if o.auditPolicy != "" {
 		env = append(env, "LOCAL_CLUSTER_AUDIT_POLICY="+o.auditPolicy)
 	}
-	if _, err := clusterScript(ctx, o.root, o.clusterDir, nil, o.log, "down"); err != nil {
-		return nil, fmt.Errorf("local-cluster.sh down: %w", err)
-	}
 	start := time.Now()
-	if _, err := clusterScript(ctx, o.root, o.clusterDir, env, o.log, "up"); err != nil {
-		// An interrupted up may leave components behind; down finds them.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		_, _ = clusterScript(dctx, o.root, o.clusterDir, nil, o.log, "down")
-		return nil, fmt.Errorf("local-cluster.sh up (see %s): %w", o.logPath, err)
-	}
-	c := &cluster{root: o.root, dir: o.clusterDir, kubeconfig: filepath.Join(o.clusterDir, "kubeconfig"), settings: s}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	hc, err := harness.StartCluster(harness.ClusterOptions{
+		Dir: o.clusterDir, Env: env, Log: o.log, Logf: o.logf,
+		Node: "kwok", // scale: thousands of simulated pods on a kwok node
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("starting the local cluster (see %s): %w", o.logPath, err)
 	}
+	c := &cluster{root: o.root, dir: o.clusterDir, kubeconfig: hc.Kubeconfig, settings: s}
+	cfg := rest.CopyConfig(hc.Config)
 	cfg.QPS = -1 // no client-side limit: the load generator measures the API server
 	cfg.UserAgent = "task-operator-bench"
 	cfg.Timeout = 60 * time.Second
@@ -117,60 +80,23 @@ func upCluster(ctx context.Context, o *options, s clusterSettings) (*cluster, er
 	if o.serverVersion == "" {
 		o.serverVersion = c.serverVersion()
 	}
-	o.logf("cluster up in %.0f s (%s, node pods %d, audit log: %v)", time.Since(start).Seconds(), s, s.nodePods, c.audit != "")
-	if err := c.installCRD(ctx); err != nil {
-		return nil, fmt.Errorf("installing the Task CRD: %w", err)
-	}
-	return c, nil
+	o.logf("cluster ready in %.0f s (%s, node pods %d, audit log: %v)", time.Since(start).Seconds(), s, s.nodePods, c.audit != "")
+	return c, ctx.Err()
 }
 
-func (c *cluster) down(ctx context.Context, o *options) {
+// downCluster stops the local cluster in the benchmark's folder.
+func downCluster(o *options) error {
+	return (&harness.Cluster{Root: o.root, Dir: o.clusterDir, Log: o.log}).Down()
+}
+
+func (c *cluster) down(_ context.Context, o *options) {
 	if o.keep {
 		o.logf("leaving the cluster up (-keep): KUBECONFIG=%s", c.kubeconfig)
 		return
 	}
-	// A fresh context: the session's may be cancelled already (Ctrl-C).
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	if _, err := clusterScript(dctx, o.root, o.clusterDir, nil, o.log, "down"); err != nil {
+	if err := downCluster(o); err != nil {
 		o.logf("local-cluster.sh down: %v", err)
 	}
-}
-
-// installCRD creates the Task CRD from config/crd/bases and waits until
-// Tasks can be listed.
-func (c *cluster) installCRD(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(c.root, "config/crd/bases/*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRD in config/crd/bases: %v", err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if err := c.c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-		}
-	}
-	// The client's REST mapper learns about the new type on first use.
-	return poll(ctx, 60*time.Second, 250*time.Millisecond, func() (bool, error) {
-		err := c.c.List(ctx, &v1alpha1.TaskList{}, client.InNamespace("default"), client.Limit(1))
-		return err == nil, nil
-	})
 }
 
 func (c *cluster) ensureNamespace(ctx context.Context, name string) error {
@@ -244,12 +170,4 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-time.After(d):
 		return nil
 	}
-}
-
-func trimOutput(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 400 {
-		s = s[len(s)-400:]
-	}
-	return s
 }

@@ -47,15 +47,15 @@ func diagnose(before, after writeSnap) string {
 	var parts []string
 	if before.op != nil && after.op != nil {
 		mean := func(name string, keep func(map[string]string) bool) (float64, float64) {
-			s := after.op.sum(name+"_sum", keep) - before.op.sum(name+"_sum", keep)
-			c := after.op.sum(name+"_count", keep) - before.op.sum(name+"_count", keep)
+			s := after.op.Sum(name+"_sum", keep) - before.op.Sum(name+"_sum", keep)
+			c := after.op.Sum(name+"_count", keep) - before.op.Sum(name+"_count", keep)
 			return ratio(s, c), c
 		}
 		task := func(l map[string]string) bool { return l["controller"] == "task" || l["name"] == "task" }
 		rec, recN := mean("controller_runtime_reconcile_time_seconds", task)
 		qd, _ := mean("workqueue_queue_duration_seconds", task)
 		wd, _ := mean("workqueue_work_duration_seconds", task)
-		errs := after.op.sum("controller_runtime_reconcile_errors_total", task) - before.op.sum("controller_runtime_reconcile_errors_total", task)
+		errs := after.op.Sum("controller_runtime_reconcile_errors_total", task) - before.op.Sum("controller_runtime_reconcile_errors_total", task)
 		parts = append(parts, fmt.Sprintf("operator: %s reconciles, mean %s s (queue wait mean %s s, work %s s), %s errors",
 			fmtNum(recN), fmtNum(rec), fmtNum(qd), fmtNum(wd), fmtNum(errs)))
 		var verbs []string
@@ -82,17 +82,17 @@ func diagnose(before, after writeSnap) string {
 		sign float64
 	}{{before.api, -1}, {after.api, 1}} {
 		for _, s := range snap.m {
-			if s.name != "apiserver_request_duration_seconds_sum" && s.name != "apiserver_request_duration_seconds_count" {
+			if s.Name != "apiserver_request_duration_seconds_sum" && s.Name != "apiserver_request_duration_seconds_count" {
 				continue
 			}
-			k := s.labels["verb"] + " " + resKey(s.labels["resource"], s.labels["subresource"])
+			k := s.Labels["verb"] + " " + resKey(s.Labels["resource"], s.Labels["subresource"])
 			if byKind[k] == nil {
 				byKind[k] = &kind{key: k}
 			}
-			if strings.HasSuffix(s.name, "_sum") {
-				byKind[k].sum += snap.sign * s.value
+			if strings.HasSuffix(s.Name, "_sum") {
+				byKind[k].sum += snap.sign * s.Value
 			} else {
-				byKind[k].count += snap.sign * s.value
+				byKind[k].count += snap.sign * s.Value
 			}
 		}
 	}
@@ -111,8 +111,8 @@ func diagnose(before, after writeSnap) string {
 	wait := func(m metrics, suffix string) map[string]float64 {
 		out := map[string]float64{}
 		for _, s := range m {
-			if s.name == "apiserver_flowcontrol_request_wait_duration_seconds_"+suffix {
-				out[s.labels["priority_level"]] += s.value
+			if s.Name == "apiserver_flowcontrol_request_wait_duration_seconds_"+suffix {
+				out[s.Labels["priority_level"]] += s.Value
 			}
 		}
 		return out
@@ -129,11 +129,11 @@ func diagnose(before, after writeSnap) string {
 		parts = append(parts, "APF queueing: "+strings.Join(apf, ", "))
 	}
 	window := after.at.Sub(before.at).Seconds()
-	apiCPU := after.api.value("process_cpu_seconds_total") - before.api.value("process_cpu_seconds_total")
+	apiCPU := after.api.Value("process_cpu_seconds_total") - before.api.Value("process_cpu_seconds_total")
 	parts = append(parts, fmt.Sprintf("machine %s%% busy (all processes, %d CPUs); kube-apiserver used %s CPU-s in %s s",
 		fmtNum(machineBusy(before.cpu, after.cpu)), runtime.NumCPU(), fmtNum(apiCPU), fmtNum(window)))
 	if before.op != nil && after.op != nil {
-		cpu := after.op.value("process_cpu_seconds_total") - before.op.value("process_cpu_seconds_total")
+		cpu := after.op.Value("process_cpu_seconds_total") - before.op.Value("process_cpu_seconds_total")
 		parts = append(parts, fmt.Sprintf("operator used %s CPU-s", fmtNum(cpu)))
 	}
 	return strings.Join(parts, "; ")

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/go-logr/zapr"
+	"github.com/taskops/task-operator/internal/testutil"
 	"go.uber.org/zap"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -155,10 +156,7 @@ func parseOptions() (*options, error) {
 			return nil, fmt.Errorf("unknown scenario %q (have %s, all)", s, strings.Join(allScenarios, ", "))
 		}
 	}
-	root, err := findRoot()
-	if err != nil {
-		return nil, err
-	}
+	root := testutil.RepoRoot()
 	o.root = root
 	for _, p := range []*string{&o.clusterDir, &o.workDir} {
 		if !filepath.IsAbs(*p) {
@@ -177,25 +175,6 @@ func parseOptions() (*options, error) {
 		o.out = filepath.Join(o.workDir, "results.txt")
 	}
 	return o, nil
-}
-
-// findRoot is the repository root: the nearest folder up from here whose
-// go.mod is this module's.
-func findRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/taskops/task-operator\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("run from inside the task-operator repository")
-		}
-		dir = parent
-	}
 }
 
 func contains(xs []string, x string) bool {
@@ -245,7 +224,7 @@ func run(o *options) error {
 		return err
 	}
 	// The cluster binaries: built on first use (minutes), outside any timing.
-	if _, err := clusterScript(ctx, o.root, o.clusterDir, nil, o.log, "down"); err != nil {
+	if err := downCluster(o); err != nil {
 		return err
 	}
 

@@ -166,7 +166,7 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 		return nil, nil, err
 	}
 	o.logf("burst diagnosis: %s", diagnose(before, after))
-	b.cpuSeconds = after.op.value("process_cpu_seconds_total") - before.op.value("process_cpu_seconds_total")
+	b.cpuSeconds = after.op.Value("process_cpu_seconds_total") - before.op.Value("process_cpu_seconds_total")
 	if b.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
 		return nil, nil, err
 	}

@@ -114,14 +114,14 @@ func auditWrites(cl *cluster, who actor, before, after writeSnap, w writeCount) 
 func operatorWrites(cl *cluster, before, after writeSnap, benchWrites map[string]float64) (writeCount, error) {
 	w := writeCount{core: map[string]float64{}}
 	if before.op != nil && after.op != nil {
-		w.reconciles = after.op.sum("controller_runtime_reconcile_total", nil) - before.op.sum("controller_runtime_reconcile_total", nil)
+		w.reconciles = after.op.Sum("controller_runtime_reconcile_total", nil) - before.op.Sum("controller_runtime_reconcile_total", nil)
 	}
 	if cl.audit != "" {
 		return auditWrites(cl, actorOperator, before, after, w)
 	}
 	w.method = "metrics"
-	d := diffMap(before.api.apiWrites(), after.api.apiWrites())
-	c := diffMap(before.api.apiConflicts(), after.api.apiConflicts())
+	d := diffMap(apiWrites(before.api), apiWrites(after.api))
+	c := diffMap(apiConflicts(before.api), apiConflicts(after.api))
 	for _, k := range operatorCoreResources {
 		if v := d[k] - benchWrites[k]; v != 0 {
 			w.core[k] = v
@@ -130,7 +130,7 @@ func operatorWrites(cl *cluster, before, after writeSnap, benchWrites map[string
 	}
 	// Everything else the operator wrote: events (no leader election, so no
 	// leases). The operator's own client counts every request it sent.
-	opTotal := after.op.clientWrites() - before.op.clientWrites()
+	opTotal := clientWrites(after.op) - clientWrites(before.op)
 	w.events = math.Max(opTotal-w.total(), 0)
 	return w, nil
 }
@@ -148,8 +148,8 @@ func cronJobWrites(ctx context.Context, cl *cluster, namespace string, before, a
 		return auditWrites(cl, actorCronJob, before, after, w)
 	}
 	w.method = "metrics"
-	d := diffMap(before.api.apiWrites(), after.api.apiWrites())
-	c := diffMap(before.api.apiConflicts(), after.api.apiConflicts())
+	d := diffMap(apiWrites(before.api), apiWrites(after.api))
+	c := diffMap(apiConflicts(before.api), apiConflicts(after.api))
 	for _, k := range cronJobControllerResources {
 		if v := d[k]; v != 0 {
 			w.core[k] = v

@@ -16,7 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/internal/version"
+	"github.com/taskops/task-operator/test/harness"
 )
 
 const (
@@ -72,7 +74,7 @@ patches:
 	kubectl(t, 60*time.Second, "apply", "--server-side", "--force-conflicts", "-k", overlay)
 	kubectl(t, 150*time.Second, "-n", deployNamespace, "wait", "--for=condition=Available", "deployment/task-operator-controller-manager", "--timeout=140s")
 	kubectl(t, 150*time.Second, "-n", deployNamespace, "rollout", "status", "deployment/task-operator-controller-manager", "--timeout=140s")
-	t.Logf("config/default with 2 replicas Available %s after the apply", secs(time.Since(start)))
+	t.Logf("config/default with 2 replicas Available %s after the apply", harness.Secs(time.Since(start)))
 	pods := managerPods(t)
 	if len(pods) != 2 {
 		t.Fatalf("manager pods %v, want 2", podPhases(pods))
@@ -84,7 +86,7 @@ patches:
 	}
 
 	ns := makeNamespace(t, "e2e-deployed")
-	create(t, shellTask(ns, "first", shell(`echo "run by the deployed operator"`)))
+	create(t, testutil.NewTask(ns, "first", testutil.Shell(`echo "run by the deployed operator"`)))
 	kubectlWait(t, ns, "condition=Ready", "task/first", 90*time.Second)
 	if logs := kubectlTask(t, 30*time.Second, "logs", "first", "-n", ns); !strings.Contains(logs, "run by the deployed operator") {
 		t.Errorf("kubectl task logs first: %q", logs)
@@ -94,9 +96,9 @@ patches:
 	deleted := time.Now()
 	must(t, env.c.Delete(ctxFor(t, 10*time.Second), &leader))
 	t.Logf("deleted the leader's pod %s", leader.Name)
-	create(t, shellTask(ns, "second", shell(`echo "after the failover"`)))
+	create(t, testutil.NewTask(ns, "second", testutil.Shell(`echo "after the failover"`)))
 	kubectlWait(t, ns, "condition=Ready", "task/second", 120*time.Second)
-	t.Logf("a Task created after the leader's pod was deleted was Ready %s later", secs(time.Since(deleted)))
+	t.Logf("a Task created after the leader's pod was deleted was Ready %s later", harness.Secs(time.Since(deleted)))
 	if now := leaderPod(t, managerPods(t)); now.Name == leader.Name {
 		t.Errorf("the Lease still names the deleted pod %s", leader.Name)
 	}

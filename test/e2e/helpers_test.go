@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,8 +103,6 @@ func kubectlWait(t testing.TB, ns, forArg, obj string, timeout time.Duration) ti
 	return time.Since(start)
 }
 
-func randSuffix() string { return harness.RandSuffix() }
-
 // newNamespace creates a namespace that enforces (and warns about) the
 // restricted Pod Security Standard, so every Job pod of the suite must pass
 // it. It is deleted at the end of the test unless the test failed (then it
@@ -122,7 +119,7 @@ func newNamespace(t *testing.T, prefix string) string {
 // process runs (a test that runs the operator otherwise).
 func makeNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	name := prefix + "-" + randSuffix()
+	name := prefix + "-" + harness.RandSuffix()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: harness.RestrictedLabels}}
 	if err := env.c.Create(ctxFor(t, 10*time.Second), ns); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
@@ -156,28 +153,6 @@ func describeNamespace(t *testing.T, ns string) {
 	t.Logf("operator log: %s", env.op.LogPath)
 }
 
-// taskOpt changes a Task under construction.
-type taskOpt = harness.TaskOpt
-
-// shellTask is a one-shot shell Task.
-func shellTask(ns, name string, opts ...taskOpt) *v1alpha1.Task {
-	return harness.ShellTask(ns, name, opts...)
-}
-
-func shell(cmd string) taskOpt { return harness.Shell(cmd) }
-
-func image(ref string) taskOpt { return harness.Image(ref) }
-
-func activeDeadline(seconds int64) taskOpt { return harness.ActiveDeadline(seconds) }
-
-func retries(maxRetry, initialSeconds, maxSeconds, factor int32) taskOpt {
-	return harness.Retries(maxRetry, initialSeconds, maxSeconds, factor)
-}
-
-func startTimeout(seconds int32) taskOpt { return harness.StartTimeout(seconds) }
-
-func replicas(n int32) taskOpt { return harness.Replicas(n) }
-
 func create(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := env.c.Create(ctxFor(t, 10*time.Second), obj); err != nil {
@@ -185,26 +160,20 @@ func create(t testing.TB, obj client.Object) {
 	}
 }
 
-func getTask(ctx context.Context, ns, name string) (*v1alpha1.Task, error) {
-	return harness.GetTask(ctx, env.c, ns, name)
-}
-
 func mustGetTask(t testing.TB, ns, name string) *v1alpha1.Task {
 	t.Helper()
-	task, err := getTask(ctxFor(t, 10*time.Second), ns, name)
+	task, err := harness.GetTask(ctxFor(t, 10*time.Second), env.c, ns, name)
 	if err != nil {
 		t.Fatalf("getting Task %s/%s: %v", ns, name, err)
 	}
 	return task
 }
 
-func cond(task *v1alpha1.Task, typ string) metav1.Condition { return harness.Cond(task, typ) }
-
 // expectCondition checks a condition's status and, when reason is not
 // empty, its reason.
 func expectCondition(t testing.TB, task *v1alpha1.Task, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
-	c := cond(task, typ)
+	c := harness.Cond(task, typ)
 	if c.Status != status || (reason != "" && c.Reason != reason) {
 		t.Errorf("Task %s: condition %s = %s/%s (%q), want %s/%s", task.Name, typ, c.Status, c.Reason, c.Message, status, reason)
 	}
@@ -212,38 +181,6 @@ func expectCondition(t testing.TB, task *v1alpha1.Task, typ string, status metav
 		t.Errorf("Task %s: condition %s has observedGeneration %d, want %d", task.Name, typ, c.ObservedGeneration, task.Generation)
 	}
 }
-
-func jobsOf(ctx context.Context, ns, task string) ([]batchv1.Job, error) {
-	return harness.JobsOf(ctx, env.c, ns, task)
-}
-
-func podsOf(ctx context.Context, ns, task string) ([]corev1.Pod, error) {
-	return harness.PodsOf(ctx, env.c, ns, task)
-}
-
-func jobCondition(job *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {
-	return harness.JobCondition(job, typ)
-}
-
-// jobKey is what makes an attempt: at most one Job may carry each.
-type jobKey = harness.JobKey
-
-func keyOf(job *batchv1.Job) jobKey { return harness.KeyOf(job) }
-
-// recordJobs remembers every Job that ever existed in a namespace while it
-// watched, so a duplicate created and deleted in between is seen too.
-func recordJobs(t *testing.T, ns string) *harness.JobRecorder {
-	return harness.RecordJobs(t, env.c, ns)
-}
-
-// monitorStatus watches the Tasks of a namespace and records any step
-// backwards: a run's attempts going down, the history getting shorter.
-func monitorStatus(t *testing.T, ns string) *harness.StatusMonitor {
-	return harness.MonitorStatus(t, env.c, ns)
-}
-
-// secs rounds a duration for the figures the tests log.
-func secs(d time.Duration) string { return harness.Secs(d) }
 
 func must(t testing.TB, err error) {
 	t.Helper()

@@ -42,7 +42,7 @@ func logf(format string, args ...any) {
 }
 
 func runMain(m *testing.M) (code int) {
-	root := harness.RepoRoot()
+	root := testutil.RepoRoot()
 	e := &environment{
 		root: root,
 		dir:  os.Getenv("E2E_CLUSTER_DIR"),

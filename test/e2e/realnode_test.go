@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // What only a real kubelet shows: real exit codes, the kernel's OOM
@@ -37,19 +39,19 @@ func TestRealFailuresReachLastError(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		opts []taskOpt
+		opts []testutil.TaskOpt
 		want []string // in lastError
 	}{
-		{"not-found", []taskOpt{shell("./migrate.sh --check")}, []string{"code 127", "not found"}},
+		{"not-found", []testutil.TaskOpt{testutil.Shell("./migrate.sh --check")}, []string{"code 127", "not found"}},
 		// dd's 64 MiB buffer is more than the 16 MiB limit allows: the
 		// kernel kills it (137). containerd 1.6 adds the reason OOMKilled
 		// only when its OOM event beats the exit event, so the reason is
 		// logged, not required.
-		{"oom", []taskOpt{oom, shell("dd if=/dev/zero of=/dev/null bs=64M count=1")}, []string{"code 137"}},
-		{"no-secret", []taskOpt{missingSecret, startTimeout(5)}, []string{string(v1alpha1.AttemptStartTimeout), "CreateContainerConfigError", "no-such-secret"}},
+		{"oom", []testutil.TaskOpt{oom, testutil.Shell("dd if=/dev/zero of=/dev/null bs=64M count=1")}, []string{"code 137"}},
+		{"no-secret", []testutil.TaskOpt{missingSecret, testutil.StartTimeout(5)}, []string{string(v1alpha1.AttemptStartTimeout), "CreateContainerConfigError", "no-such-secret"}},
 	}
 	for _, c := range cases {
-		create(t, shellTask(ns, c.name, c.opts...))
+		create(t, testutil.NewTask(ns, c.name, c.opts...))
 	}
 	for _, c := range cases {
 		kubectlWait(t, ns, "condition=Failed", "task/"+c.name, 90*time.Second)
@@ -79,7 +81,7 @@ func TestHTTPTaskRunsTheRunnerOfTheReleaseImage(t *testing.T) {
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hook"},
 		StringData: map[string]string{"token": "Bearer " + secret, "broken": "line\nbreak"}})
 	httpTask := func(name, key string, maxRetry int32) *v1alpha1.Task {
-		task := shellTask(ns, name, retries(maxRetry, 1, 1, 1))
+		task := testutil.NewTask(ns, name, testutil.Retries(maxRetry, 1, 1, 1))
 		task.Spec.Type, task.Spec.Shell = v1alpha1.TaskTypeHTTP, ""
 		task.Spec.URL = srv.url + "/deploy?task=" + name
 		task.Spec.HTTP = &v1alpha1.HTTPSpec{
@@ -133,7 +135,7 @@ func TestAnAttemptKilledByItsDeadlineKeepsItsOutput(t *testing.T) {
 	ns := newNamespace(t, "e2e-deadline")
 	// 10 s: the deadline counts from the Job's start, and under the suite's
 	// load the container may take a few seconds to start printing.
-	create(t, shellTask(ns, "slow", activeDeadline(10), shell(`echo "step 1 of 2 done"; sleep 60; echo "never printed"`)))
+	create(t, testutil.NewTask(ns, "slow", testutil.ActiveDeadline(10), testutil.Shell(`echo "step 1 of 2 done"; sleep 60; echo "never printed"`)))
 	kubectlWait(t, ns, "condition=Failed", "task/slow", 120*time.Second)
 	task := mustGetTask(t, ns, "slow")
 	for _, s := range []string{string(v1alpha1.AttemptDeadlineExceeded), "step 1 of 2 done"} {
@@ -152,10 +154,10 @@ func TestAnAttemptKilledByItsDeadlineKeepsItsOutput(t *testing.T) {
 func TestKubeletKilledDuringAnAttempt(t *testing.T) {
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-kubelet")
-	jobs := recordJobs(t, ns)
-	create(t, shellTask(ns, "survivor", shell(`echo started; sleep 6; echo finished`)))
+	jobs := harness.RecordJobs(t, env.c, ns)
+	create(t, testutil.NewTask(ns, "survivor", testutil.Shell(`echo started; sleep 6; echo finished`)))
 	eventually(t, 60*time.Second, "the pod to run", func(ctx context.Context) (bool, string) {
-		pods, err := podsOf(ctx, ns, "survivor")
+		pods, err := harness.PodsOf(ctx, env.c, ns, "survivor")
 		if err != nil {
 			return false, err.Error()
 		}

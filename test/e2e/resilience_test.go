@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // These tests are not parallel: one kills the operator, the other times a
@@ -34,16 +36,16 @@ func TestNamespaceDeletion(t *testing.T) {
 	groups := []struct {
 		prefix string
 		n      int
-		opts   []taskOpt
+		opts   []testutil.TaskOpt
 		ready  func(*v1alpha1.Task, []corev1.Pod) bool
 	}{
-		{"forever", 8, []taskOpt{shell(runsUntilStopped)}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+		{"forever", 8, []testutil.TaskOpt{testutil.Shell(runsUntilStopped)}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
 			return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
 		}},
-		{"retrying", 4, []taskOpt{retries(5, 60, 60, 1), shell("exit 1")}, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
+		{"retrying", 4, []testutil.TaskOpt{testutil.Retries(5, 60, 60, 1), testutil.Shell("exit 1")}, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
 			return task.Status.Phase == v1alpha1.PhaseRetrying
 		}},
-		{"stuck", 4, []taskOpt{startTimeout(600), image(missingImage)}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+		{"stuck", 4, []testutil.TaskOpt{testutil.StartTimeout(600), testutil.Image(missingImage)}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
 			return len(pods) == 1 && pods[0].Status.Phase == corev1.PodPending
 		}},
 		{"done", 4, nil, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
@@ -54,7 +56,7 @@ func TestNamespaceDeletion(t *testing.T) {
 	for _, g := range groups {
 		for i := 0; i < g.n; i++ {
 			name := fmt.Sprintf("%s-%d", g.prefix, i)
-			create(t, shellTask(ns, name, g.opts...))
+			create(t, testutil.NewTask(ns, name, g.opts...))
 			ready[name] = g.ready
 		}
 	}
@@ -64,11 +66,11 @@ func TestNamespaceDeletion(t *testing.T) {
 	settled := eventually(t, 90*time.Second, "the 20 Tasks to reach their states", func(ctx context.Context) (bool, string) {
 		var notYet []string
 		for name, ok := range ready {
-			task, err := getTask(ctx, ns, name)
+			task, err := harness.GetTask(ctx, env.c, ns, name)
 			if err != nil {
 				return false, err.Error()
 			}
-			pods, err := podsOf(ctx, ns, name)
+			pods, err := harness.PodsOf(ctx, env.c, ns, name)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -79,7 +81,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		sort.Strings(notYet)
 		return len(notYet) == 0, "not yet: " + strings.Join(notYet, " ")
 	})
-	t.Logf("20 Tasks settled %s after creation: 8 pods running forever, 4 Tasks Retrying, 4 pods Pending (ImagePullBackOff), 4 Succeeded", secs(settled))
+	t.Logf("20 Tasks settled %s after creation: 8 pods running forever, 4 Tasks Retrying, 4 pods Pending (ImagePullBackOff), 4 Succeeded", harness.Secs(settled))
 
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	delStart := time.Now()
@@ -122,7 +124,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		return false, fmt.Sprintf("namespace %s; %d Tasks (%d with the finalizer), %d Jobs, %d pods; conditions %v",
 			got.Status.Phase, len(tasks.Items), withFinalizer, len(jobs.Items), len(pods.Items), conds)
 	})
-	t.Logf("namespace with 20 Tasks deleted in %s (its Tasks were gone after %s)", secs(gone), secs(tasksGone))
+	t.Logf("namespace with 20 Tasks deleted in %s (its Tasks were gone after %s)", harness.Secs(gone), harness.Secs(tasksGone))
 }
 
 // (f) The operator is killed (SIGKILL) twice while Tasks are failing and
@@ -140,12 +142,12 @@ func TestOperatorKilledMidRun(t *testing.T) {
 			}
 		}
 	})
-	jobs := recordJobs(t, ns)
-	statuses := monitorStatus(t, ns)
+	jobs := harness.RecordJobs(t, env.c, ns)
+	statuses := harness.MonitorStatus(t, env.c, ns)
 
 	// A Task that is over before the first kill.
 	const finishedMsg = "e2e: finished before the operator was killed"
-	create(t, shellTask(ns, "finished", shell(`echo "`+finishedMsg+`" >&2; exit 3`)))
+	create(t, testutil.NewTask(ns, "finished", testutil.Shell(`echo "`+finishedMsg+`" >&2; exit 3`)))
 	kubectlWait(t, ns, "condition=Failed", "task/finished", 60*time.Second)
 	finished := mustGetTask(t, ns, "finished")
 
@@ -155,12 +157,12 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("crash-%d", i)
-		create(t, shellTask(ns, names[i], retries(maxRetry, 2, 2, 1), shell(`echo "`+msg+`" >&2; exit 3`)))
+		create(t, testutil.NewTask(ns, names[i], testutil.Retries(maxRetry, 2, 2, 1), testutil.Shell(`echo "`+msg+`" >&2; exit 3`)))
 	}
 	attempts := func(ctx context.Context) (map[string]*v1alpha1.Task, error) {
 		out := map[string]*v1alpha1.Task{}
 		for _, name := range names {
-			task, err := getTask(ctx, ns, name)
+			task, err := harness.GetTask(ctx, env.c, ns, name)
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +203,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	if err := env.op.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kill 1 (SIGKILL) %s after creation: %s", secs(killedAt.Sub(start)), summary(before))
+	t.Logf("kill 1 (SIGKILL) %s after creation: %s", harness.Secs(killedAt.Sub(start)), summary(before))
 	// A retry "falls due" when an attempt failed (a Task already Retrying
 	// at the kill, or a Job that failed since) more than the 2 s backoff
 	// ago; time stamps have 1 s resolution, hence the extra second.
@@ -219,7 +221,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 		}
 		failedWhileDown := 0
 		for i := range list.Items {
-			c := jobCondition(&list.Items[i], batchv1.JobFailed)
+			c := harness.JobCondition(&list.Items[i], batchv1.JobFailed)
 			if c == nil || !c.LastTransitionTime.After(killedAt.Add(-time.Second)) {
 				continue
 			}
@@ -234,7 +236,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("restart 1 after %s down; /readyz in %s", secs(down), secs(ready))
+	t.Logf("restart 1 after %s down; /readyz in %s", harness.Secs(down), harness.Secs(ready))
 
 	// Kill 2: later in the runs, restarted at once.
 	eventually(t, 60*time.Second, "half the Tasks to be on their third attempt", atLeast(3, n/2))
@@ -246,7 +248,7 @@ func TestOperatorKilledMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kill 2 (SIGKILL) %s after creation, restarted at once (/readyz in %s): %s", secs(time.Since(start)), secs(ready), summary(before))
+	t.Logf("kill 2 (SIGKILL) %s after creation, restarted at once (/readyz in %s): %s", harness.Secs(time.Since(start)), harness.Secs(ready), summary(before))
 
 	all := eventually(t, 120*time.Second, "every Task to be Failed", func(ctx context.Context) (bool, string) {
 		tasks, err := attempts(ctx)
@@ -260,13 +262,13 @@ func TestOperatorKilledMidRun(t *testing.T) {
 		}
 		return true, ""
 	})
-	t.Logf("all %d Tasks Failed %s after creation (%s after the last restart)", n, secs(time.Since(start)), secs(all))
+	t.Logf("all %d Tasks Failed %s after creation (%s after the last restart)", n, harness.Secs(time.Since(start)), harness.Secs(all))
 
 	t.Run("no duplicate Job", func(t *testing.T) {
 		seen := jobs.All(t)
-		byKey := map[jobKey][]string{}
+		byKey := map[harness.JobKey][]string{}
 		for i := range seen {
-			k := keyOf(&seen[i])
+			k := harness.KeyOf(&seen[i])
 			byKey[k] = append(byKey[k], seen[i].Name+"("+string(seen[i].UID)+")")
 		}
 		for k, js := range byKey {

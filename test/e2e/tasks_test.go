@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -27,11 +28,11 @@ func TestTaskSucceeds(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-success")
-	task := shellTask(ns, "hello", shell(`echo "hello from e2e as $(id -u):$(id -g)"`))
+	task := testutil.NewTask(ns, "hello", testutil.Shell(`echo "hello from e2e as $(id -u):$(id -g)"`))
 	start := time.Now()
 	create(t, task)
 	waited := kubectlWait(t, ns, "condition=Ready", "task/hello", 60*time.Second)
-	t.Logf("kubectl wait --for=condition=Ready task/hello returned %s after the Task was created (it blocked %s)", secs(time.Since(start)), secs(waited))
+	t.Logf("kubectl wait --for=condition=Ready task/hello returned %s after the Task was created (it blocked %s)", harness.Secs(time.Since(start)), harness.Secs(waited))
 
 	task = mustGetTask(t, ns, "hello")
 	st := task.Status
@@ -56,7 +57,7 @@ func TestTaskSucceeds(t *testing.T) {
 	}
 
 	ctx := ctxFor(t, 20*time.Second)
-	jobs, err := jobsOf(ctx, ns, "hello")
+	jobs, err := harness.JobsOf(ctx, env.c, ns, "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestTaskSucceeds(t *testing.T) {
 	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
 		t.Errorf("Job %s backoffLimit %v, want 0", job.Name, job.Spec.BackoffLimit)
 	}
-	pods, err := podsOf(ctx, ns, "hello")
+	pods, err := harness.PodsOf(ctx, env.c, ns, "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +103,9 @@ func TestTaskFailsAfterRetries(t *testing.T) {
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-retries")
 	const msg = "e2e: could not reach the database"
-	create(t, shellTask(ns, "doomed", retries(2, 1, 10, 2), shell(`echo "starting"; echo "`+msg+`" >&2; exit 3`)))
+	create(t, testutil.NewTask(ns, "doomed", testutil.Retries(2, 1, 10, 2), testutil.Shell(`echo "starting"; echo "`+msg+`" >&2; exit 3`)))
 	waited := kubectlWait(t, ns, "condition=Failed", "task/doomed", 90*time.Second)
-	t.Logf("kubectl wait --for=condition=Failed task/doomed returned after %s (3 attempts, backoff 1 s then 2 s)", secs(waited))
+	t.Logf("kubectl wait --for=condition=Failed task/doomed returned after %s (3 attempts, backoff 1 s then 2 s)", harness.Secs(waited))
 
 	task := mustGetTask(t, ns, "doomed")
 	st := task.Status
@@ -129,7 +130,7 @@ func TestTaskFailsAfterRetries(t *testing.T) {
 
 	// One Job per attempt, each started no earlier than its backoff allows
 	// (times have 1 s resolution).
-	jobs, err := jobsOf(ctxFor(t, 10*time.Second), ns, "doomed")
+	jobs, err := harness.JobsOf(ctxFor(t, 10*time.Second), env.c, ns, "doomed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestTaskFailsAfterRetries(t *testing.T) {
 	}
 	for n, delay := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second} {
 		prev, next := byAttempt[n], byAttempt[n+1]
-		failed := jobCondition(&prev, batchv1.JobFailed)
+		failed := harness.JobCondition(&prev, batchv1.JobFailed)
 		if failed == nil {
 			t.Errorf("Job %s of attempt %d has no Failed condition", prev.Name, n)
 			continue
@@ -168,10 +169,10 @@ func TestStartTimeout(t *testing.T) {
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-start")
 	start := time.Now()
-	create(t, shellTask(ns, "stuck", startTimeout(5), image(missingImage)))
+	create(t, testutil.NewTask(ns, "stuck", testutil.StartTimeout(5), testutil.Image(missingImage)))
 	waited := kubectlWait(t, ns, "condition=Failed", "task/stuck", 60*time.Second)
 	elapsed := time.Since(start)
-	t.Logf("Failed %s after creation (startTimeoutSeconds 5; kubectl wait blocked %s)", secs(elapsed), secs(waited))
+	t.Logf("Failed %s after creation (startTimeoutSeconds 5; kubectl wait blocked %s)", harness.Secs(elapsed), harness.Secs(waited))
 	// The timeout counts from the pod's creationTimestamp, which has 1 s
 	// resolution (truncated), so it can end up to a second early.
 	if elapsed < 4*time.Second {
@@ -180,7 +181,7 @@ func TestStartTimeout(t *testing.T) {
 
 	task := mustGetTask(t, ns, "stuck")
 	expectCondition(t, task, v1alpha1.ConditionFailed, metav1.ConditionTrue, string(v1alpha1.ReasonRetriesExhausted))
-	msg := cond(task, v1alpha1.ConditionFailed).Message
+	msg := harness.Cond(task, v1alpha1.ConditionFailed).Message
 	if !strings.Contains(msg, string(v1alpha1.AttemptStartTimeout)) || !strings.Contains(task.Status.LastError, string(v1alpha1.AttemptStartTimeout)) {
 		t.Errorf("Failed condition message %q / lastError %q do not mention %s", msg, task.Status.LastError, v1alpha1.AttemptStartTimeout)
 	}
@@ -194,7 +195,7 @@ func TestStartTimeout(t *testing.T) {
 
 	// The attempt was stopped the contract's way: Job suspended and
 	// annotated, kept as a record; its pod ends.
-	jobs, err := jobsOf(ctxFor(t, 10*time.Second), ns, "stuck")
+	jobs, err := harness.JobsOf(ctxFor(t, 10*time.Second), env.c, ns, "stuck")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,13 +207,13 @@ func TestStartTimeout(t *testing.T) {
 		t.Errorf("Job %s: suspend %v, stop reason %q; want suspended with %s", job.Name, job.Spec.Suspend, job.Annotations[v1alpha1.AnnotationStopReason], v1alpha1.AttemptStartTimeout)
 	}
 	gone := eventually(t, 30*time.Second, "the stuck pod to be deleted", func(ctx context.Context) (bool, string) {
-		pods, err := podsOf(ctx, ns, "stuck")
+		pods, err := harness.PodsOf(ctx, env.c, ns, "stuck")
 		if err != nil {
 			return false, err.Error()
 		}
 		return len(pods) == 0, fmt.Sprintf("pods %v", podPhases(pods))
 	})
-	t.Logf("the stuck pod was gone %s after the Task failed", secs(gone))
+	t.Logf("the stuck pod was gone %s after the Task failed", harness.Secs(gone))
 }
 
 // (d) Deleting a Task whose Job is running deletes the Job and its pod,
@@ -221,20 +222,20 @@ func TestDeleteTaskWithRunningJob(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-delete")
-	create(t, shellTask(ns, "forever", shell(runsUntilStopped)))
+	create(t, testutil.NewTask(ns, "forever", testutil.Shell(runsUntilStopped)))
 	running := eventually(t, 60*time.Second, "the Task's pod to run", func(ctx context.Context) (bool, string) {
-		pods, err := podsOf(ctx, ns, "forever")
+		pods, err := harness.PodsOf(ctx, env.c, ns, "forever")
 		if err != nil {
 			return false, err.Error()
 		}
-		task, err := getTask(ctx, ns, "forever")
+		task, err := harness.GetTask(ctx, env.c, ns, "forever")
 		if err != nil {
 			return false, err.Error()
 		}
 		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning && task.Status.Phase == v1alpha1.PhaseRunning,
 			fmt.Sprintf("pods %v, Task phase %q", podPhases(pods), task.Status.Phase)
 	})
-	t.Logf("pod Running and Task phase Running %s after creation", secs(running))
+	t.Logf("pod Running and Task phase Running %s after creation", harness.Secs(running))
 	task := mustGetTask(t, ns, "forever")
 	if !controllerHasFinalizer(task) {
 		t.Fatalf("finalizers %v, want %s", task.Finalizers, v1alpha1.Finalizer)
@@ -246,28 +247,28 @@ func TestDeleteTaskWithRunningJob(t *testing.T) {
 	}
 	var taskGone, jobsGone time.Duration
 	all := eventually(t, 60*time.Second, "the Task, its Jobs and its pods to be gone", func(ctx context.Context) (bool, string) {
-		_, err := getTask(ctx, ns, "forever")
+		_, err := harness.GetTask(ctx, env.c, ns, "forever")
 		if err != nil && !apierrors.IsNotFound(err) {
 			return false, err.Error()
 		}
 		if apierrors.IsNotFound(err) && taskGone == 0 {
 			taskGone = time.Since(start)
 		}
-		jobs, err := jobsOf(ctx, ns, "forever")
+		jobs, err := harness.JobsOf(ctx, env.c, ns, "forever")
 		if err != nil {
 			return false, err.Error()
 		}
 		if len(jobs) == 0 && jobsGone == 0 {
 			jobsGone = time.Since(start)
 		}
-		pods, err := podsOf(ctx, ns, "forever")
+		pods, err := harness.PodsOf(ctx, env.c, ns, "forever")
 		if err != nil {
 			return false, err.Error()
 		}
 		return taskGone > 0 && len(jobs) == 0 && len(pods) == 0,
 			fmt.Sprintf("Task gone %v, %d Jobs, pods %v", taskGone > 0, len(jobs), podPhases(pods))
 	})
-	t.Logf("after the delete: Task gone in %s, Jobs in %s, pods in %s", secs(taskGone), secs(jobsGone), secs(all))
+	t.Logf("after the delete: Task gone in %s, Jobs in %s, pods in %s", harness.Secs(taskGone), harness.Secs(jobsGone), harness.Secs(all))
 }
 
 // The e2e namespaces enforce the restricted Pod Security Standard: a pod
@@ -287,12 +288,12 @@ func TestPodSecurityRestricted(t *testing.T) {
 	}
 
 	start := time.Now()
-	create(t, shellTask(ns, "wide", replicas(3), shell(`echo "index=$JOB_COMPLETION_INDEX"`)))
+	create(t, testutil.NewTask(ns, "wide", testutil.Replicas(3), testutil.Shell(`echo "index=$JOB_COMPLETION_INDEX"`)))
 	kubectlWait(t, ns, "condition=Ready", "task/wide", 60*time.Second)
-	t.Logf("a 3-replica Task was Ready %s after creation", secs(time.Since(start)))
+	t.Logf("a 3-replica Task was Ready %s after creation", harness.Secs(time.Since(start)))
 
 	ctx := ctxFor(t, 20*time.Second)
-	pods, err := podsOf(ctx, ns, "wide")
+	pods, err := harness.PodsOf(ctx, env.c, ns, "wide")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestPodSecurityRestricted(t *testing.T) {
 			t.Errorf("event %s on %s/%s: %s", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
 		}
 	}
-	jobs, err := jobsOf(ctx, ns, "wide")
+	jobs, err := harness.JobsOf(ctx, env.c, ns, "wide")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,13 +80,6 @@ func (v verdict) at(s stage) []problem {
 	return out
 }
 
-func (v verdict) ids() []string {
-	var out []string
-	for _, p := range v.problems {
-		out = append(out, p.id)
-	}
-	return out
-}
 
 var (
 	headerNameRE = regexp.MustCompile(`^[!#$%&'*+.^_|~0-9A-Za-z-]+$`)

@@ -33,7 +33,9 @@ type Cluster struct {
 	// Node is the node mode the cluster came up with: "real", "kwok" or
 	// "both" (hack/local-cluster.sh, LOCAL_CLUSTER_NODE).
 	Node string
-	env  []string
+	// Log receives hack/local-cluster.sh's progress; nil means stderr.
+	Log io.Writer
+	env []string
 }
 
 // RealNode reports whether pods run real containers (a real node, alone).
@@ -54,15 +56,8 @@ type ClusterOptions struct {
 	Node string
 	// Logf reports progress; nil means stderr.
 	Logf func(format string, args ...any)
-}
-
-// RepoRoot is the repository's top folder, absolute.
-func RepoRoot() string {
-	root := testutil.RepoRoot()
-	if abs, err := filepath.Abs(root); err == nil {
-		root = abs
-	}
-	return root
+	// Log receives hack/local-cluster.sh's progress; nil means stderr.
+	Log io.Writer
 }
 
 // StartCluster brings the cluster up (afresh unless o.Reuse), installs the
@@ -72,7 +67,7 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 	if logf == nil {
 		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
-	c := &Cluster{Root: RepoRoot(), Dir: o.Dir, env: o.Env}
+	c := &Cluster{Root: testutil.RepoRoot(), Dir: o.Dir, Log: o.Log, env: o.Env}
 	if o.Node != "" {
 		c.env = append(c.env, "LOCAL_CLUSTER_NODE="+o.Node)
 	}
@@ -94,6 +89,8 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 		}
 	}
 	if err := c.Script("up"); err != nil {
+		// An interrupted or failed up may leave components behind.
+		_ = c.Script("down")
 		return nil, err
 	}
 	out, err = exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), "kubeconfig", "--dir", c.Dir).Output()
@@ -140,7 +137,10 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 func (c *Cluster) Script(cmd string, args ...string) error {
 	sh := exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), append([]string{cmd, "--dir", c.Dir}, args...)...)
 	sh.Env = append(os.Environ(), c.env...)
-	sh.Stdout, sh.Stderr = io.Discard, os.Stderr
+	sh.Stdout, sh.Stderr = io.Discard, c.Log
+	if c.Log == nil {
+		sh.Stderr = os.Stderr
+	}
 	if err := sh.Run(); err != nil {
 		return fmt.Errorf("hack/local-cluster.sh %s --dir %s %s: %w", cmd, c.Dir, strings.Join(args, " "), err)
 	}
@@ -235,10 +235,12 @@ func (c *Cluster) ComponentPID(component string) (int, []string, error) {
 // BuildManager builds ./cmd/manager into out.
 func BuildManager(root, out string) error { return Build(root, "./cmd/manager", out) }
 
-// Build builds one of the module's commands (pkg, as "./cmd/NAME") into out.
+// Build builds one of the module's commands (pkg, as "./cmd/NAME") into out,
+// statically (CGO_ENABLED=0) as the release image ships it.
 func Build(root, pkg, out string) error {
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}

@@ -30,6 +30,9 @@ type Operator struct {
 	// Metrics serves the manager's metrics on a free loopback port
 	// (MetricsURL).
 	Metrics bool
+	// Pprof serves the manager's profiles on a free loopback port
+	// (PprofURL).
+	Pprof bool
 	// ReadyTimeout bounds how long Start waits for /readyz (default 60 s).
 	ReadyTimeout time.Duration
 
@@ -40,6 +43,7 @@ type Operator struct {
 	starts      int
 	metricsAddr string
 	probeAddr   string
+	pprofAddr   string
 }
 
 // Start runs the manager and waits for its /readyz; it returns how long
@@ -68,6 +72,12 @@ func (o *Operator) Start() (time.Duration, error) {
 		}
 		o.metricsAddr = metrics
 	}
+	if o.Pprof {
+		if o.pprofAddr, err = FreeAddr(); err != nil {
+			o.mu.Unlock()
+			return 0, err
+		}
+	}
 	logFile, err := os.OpenFile(o.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		o.mu.Unlock()
@@ -84,6 +94,9 @@ func (o *Operator) Start() (time.Duration, error) {
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=" + probe,
 	}, o.Args...)
+	if o.Pprof {
+		args = append(args, "--pprof-bind-address="+o.pprofAddr)
+	}
 	cmd := exec.Command(o.Bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+o.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -248,6 +261,16 @@ func (o *Operator) MetricsURL() string {
 		return ""
 	}
 	return "http://" + o.metricsAddr + "/metrics"
+}
+
+// PprofURL is the current process's /debug/pprof URL ("" without Pprof).
+func (o *Operator) PprofURL() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pprofAddr == "" {
+		return ""
+	}
+	return "http://" + o.pprofAddr + "/debug/pprof"
 }
 
 // ProbeURL is the current process's health probe URL for path ("healthz"

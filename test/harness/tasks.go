@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -35,79 +34,6 @@ var RestrictedLabels = map[string]string{
 	"pod-security.kubernetes.io/enforce-version": "latest",
 	"pod-security.kubernetes.io/warn":            "restricted",
 	"pod-security.kubernetes.io/warn-version":    "latest",
-}
-
-// TaskOpt changes a Task under construction.
-type TaskOpt func(*v1alpha1.Task)
-
-// ShellTask is a one-shot shell Task.
-func ShellTask(ns, name string, opts ...TaskOpt) *v1alpha1.Task {
-	task := &v1alpha1.Task{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.TaskSpec{
-			Type:  v1alpha1.TaskTypeShell,
-			Shell: "echo e2e",
-		},
-	}
-	for _, o := range opts {
-		o(task)
-	}
-	return task
-}
-
-// PodAnnotations sets spec.podMetadata.annotations from key, value pairs.
-func PodAnnotations(kv ...string) TaskOpt {
-	return func(task *v1alpha1.Task) {
-		if task.Spec.PodMetadata == nil {
-			task.Spec.PodMetadata = &v1alpha1.PodMetadata{}
-		}
-		if task.Spec.PodMetadata.Annotations == nil {
-			task.Spec.PodMetadata.Annotations = map[string]string{}
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			task.Spec.PodMetadata.Annotations[kv[i]] = kv[i+1]
-		}
-	}
-}
-
-// Retries sets maxRetry and the backoff.
-// Shell sets the shell command: on a real node it is what runs, so a
-// failure comes from the shell itself (`exit 3`, stderr, `sleep`).
-func Shell(cmd string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Shell = cmd } }
-
-// Image sets spec.image.
-func Image(image string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Image = image } }
-
-// ActiveDeadline sets the per-attempt deadline.
-func ActiveDeadline(seconds int64) TaskOpt {
-	return func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = &seconds }
-}
-
-func Retries(maxRetry, initialSeconds, maxSeconds, factor int32) TaskOpt {
-	return func(task *v1alpha1.Task) {
-		task.Spec.MaxRetry = maxRetry
-		task.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: initialSeconds, MaxSeconds: maxSeconds, Factor: factor}
-	}
-}
-
-// StartTimeout sets startTimeoutSeconds.
-func StartTimeout(seconds int32) TaskOpt {
-	return func(task *v1alpha1.Task) { task.Spec.StartTimeoutSeconds = ptr.To(seconds) }
-}
-
-// Replicas sets replicas.
-func Replicas(n int32) TaskOpt {
-	return func(task *v1alpha1.Task) { task.Spec.Replicas = n }
-}
-
-// Schedule makes a cron Task.
-func Schedule(s string) TaskOpt {
-	return func(task *v1alpha1.Task) { task.Spec.Schedule = ptr.To(s) }
-}
-
-// StartingDeadline sets startingDeadlineSeconds.
-func StartingDeadline(seconds int64) TaskOpt {
-	return func(task *v1alpha1.Task) { task.Spec.StartingDeadlineSeconds = ptr.To(seconds) }
 }
 
 // RandSuffix is 6 random hex digits.

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,11 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // managerBinaryEnv names a built manager binary (e.g. bin/manager from
-// `make build`). TestManagerReplicasWithRenderedRBAC runs only when it is set,
-// so `go test ./...` does not depend on the manager compiling.
+// `make build`) for TestManagerReplicasWithRenderedRBAC; without it the test
+// builds ./cmd/manager itself.
 const managerBinaryEnv = "TASK_OPERATOR_MANAGER_BINARY"
 
 // TestManagerReplicasWithRenderedRBAC runs two manager processes with the
@@ -39,7 +38,10 @@ const managerBinaryEnv = "TASK_OPERATOR_MANAGER_BINARY"
 func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 	bin := os.Getenv(managerBinaryEnv)
 	if bin == "" {
-		t.Skipf("set %s to a built manager binary (make build: bin/manager) to run this test", managerBinaryEnv)
+		bin = filepath.Join(t.TempDir(), "manager")
+		if err := harness.BuildManager(testutil.RepoRoot(), bin); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if abs, err := filepath.Abs(bin); err == nil {
 		bin = abs
@@ -100,9 +102,6 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 		args = append(args, a)
 	}
 	replicas := []*replica{startReplica(t, bin, args, kubeconfig, 0), startReplica(t, bin, args, kubeconfig, 1)}
-	for _, r := range replicas {
-		t.Cleanup(func() { r.kill() })
-	}
 	lease := client.ObjectKey{Namespace: namespace, Name: "task-operator.batch.taskops.io"}
 	holder := func() string {
 		l := &coordv1.Lease{}
@@ -128,7 +127,7 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 		t.Fatalf("replicas %v lead, want exactly one", l)
 	}
 	first := leader()[0]
-	if code := replicas[first].get("metrics"); code != http.StatusOK {
+	if code := replicas[first].get(replicas[first].MetricsURL()); code != http.StatusOK {
 		t.Errorf("GET /metrics = %d", code)
 	}
 
@@ -168,8 +167,8 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 	})
 
 	for i, r := range replicas {
-		if bytes.Contains(bytes.ToLower(r.log()), []byte("forbidden")) {
-			t.Errorf("replica %d was refused a request:\n%s", i, tail(r.log()))
+		if bytes.Contains(bytes.ToLower(r.Log()), []byte("forbidden")) {
+			t.Errorf("replica %d was refused a request:\n%s", i, tail(r.Log()))
 		}
 	}
 }
@@ -189,66 +188,43 @@ func impersonatingKubeconfig(t *testing.T, host string, ca, cert, key []byte, us
 	return p
 }
 
-type replica struct {
-	cmd                 *exec.Cmd
-	logPath             string
-	probeAddr, metrAddr string
-	exited              chan struct{} // closed when the process has exited
-	err                 error         // its exit status, once exited is closed
-}
+// replica is one manager process (harness.Operator) run with the rendered
+// Deployment's args.
+type replica struct{ *harness.Operator }
 
-// startReplica starts bin with args, its ports moved to free local ones.
+// startReplica starts bin with args, its probe and metrics ports moved to
+// free loopback ones, and waits for its /readyz.
 func startReplica(t *testing.T, bin string, args []string, kubeconfig string, i int) *replica {
 	t.Helper()
-	r := &replica{probeAddr: freeAddr(t), metrAddr: freeAddr(t), exited: make(chan struct{})}
-	r.logPath = filepath.Join(t.TempDir(), fmt.Sprintf("manager-%d.log", i))
-	f, err := os.Create(r.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var withPorts []string
+	var rest []string
 	for _, a := range args {
-		switch {
-		case strings.HasPrefix(a, "--health-probe-bind-address="):
-			a = "--health-probe-bind-address=" + r.probeAddr
-		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=" + r.metrAddr
+		if !strings.HasPrefix(a, "--health-probe-bind-address=") && !strings.HasPrefix(a, "--metrics-bind-address=") {
+			rest = append(rest, a)
 		}
-		withPorts = append(withPorts, a)
 	}
-	r.cmd = exec.Command(bin, withPorts...)
-	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	r.cmd.Stdout, r.cmd.Stderr = f, f
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.err = r.cmd.Wait(); f.Close(); close(r.exited) }()
+	r := &replica{&harness.Operator{
+		Bin: bin, Kubeconfig: kubeconfig, Name: fmt.Sprintf("replica-%d", i), Args: rest, Metrics: true,
+		LogPath: filepath.Join(t.TempDir(), fmt.Sprintf("manager-%d.log", i)),
+	}}
 	t.Cleanup(func() {
+		_ = r.Kill()
 		if t.Failed() {
-			t.Logf("replica %d log:\n%s", i, tail(r.log()))
+			t.Logf("replica %d log:\n%s", i, tail(r.Log()))
 		}
 	})
+	if _, err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
-func (r *replica) log() []byte { b, _ := os.ReadFile(r.logPath); return b }
-
 func (r *replica) leads() bool {
-	select {
-	case <-r.exited:
-		return false
-	default:
-	}
-	return bytes.Contains(r.log(), []byte("Successfully acquired lease"))
+	return r.Alive() && bytes.Contains(r.Log(), []byte("Successfully acquired lease"))
 }
 
-func (r *replica) get(path string) int {
-	addr := r.probeAddr
-	if path == "metrics" {
-		addr = r.metrAddr
-	}
+func (r *replica) get(url string) int {
 	cl := http.Client{Timeout: 2 * time.Second}
-	resp, err := cl.Get("http://" + addr + "/" + path)
+	resp, err := cl.Get(url)
 	if err != nil {
 		return 0
 	}
@@ -257,39 +233,15 @@ func (r *replica) get(path string) int {
 }
 
 func (r *replica) ready() bool {
-	return r.get("readyz") == http.StatusOK && r.get("healthz") == http.StatusOK
+	return r.get(r.ProbeURL("readyz")) == http.StatusOK && r.get(r.ProbeURL("healthz")) == http.StatusOK
 }
 
 // stop sends SIGTERM and waits up to grace for a clean exit, like the kubelet.
 func (r *replica) stop(grace time.Duration) error {
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
+	if err := r.Signal(syscall.SIGTERM, grace); err != nil {
+		return fmt.Errorf("%w (terminationGracePeriodSeconds)", err)
 	}
-	select {
-	case <-r.exited:
-		return r.err
-	case <-time.After(grace):
-		return fmt.Errorf("still running %s after SIGTERM (terminationGracePeriodSeconds)", grace)
-	}
-}
-
-func (r *replica) kill() {
-	select {
-	case <-r.exited:
-	default:
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return r.ExitErr()
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {

@@ -29,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -674,27 +673,6 @@ func TestMetricsService(t *testing.T) {
 	}
 }
 
-// warnings collects the API server's warning headers (e.g. PodSecurity's
-// "would violate" on workload resources).
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	m := w.msgs
-	w.msgs = nil
-	return m
-}
-
 // TestApplyToAPIServer applies the rendered config/default to a real
 // kube-apiserver: the Namespace for real, everything else with server-side
 // dry-run. Then it creates the RBAC objects for real and asks the API server
@@ -719,9 +697,7 @@ func TestApplyToAPIServer(t *testing.T) {
 			t.Errorf("stopping the API server: %v", err)
 		}
 	})
-	cfg = rest.CopyConfig(cfg)
-	warn := &warnings{}
-	cfg.WarningHandlerWithContext = warn
+	cfg, warn := testutil.WarnOn(cfg)
 	c, err := client.New(cfg, client.Options{Scheme: testutil.Scheme()})
 	if err != nil {
 		t.Fatal(err)
@@ -744,7 +720,7 @@ func TestApplyToAPIServer(t *testing.T) {
 		if err := c.Create(ctx, o.DeepCopy(), client.DryRunAll); err != nil {
 			t.Errorf("server-side dry-run create of %s: %v", what, err)
 		}
-		if w := warn.take(); len(w) > 0 {
+		if w := warn.Take(); len(w) > 0 {
 			t.Errorf("the API server warned about %s: %q", what, w)
 		}
 	}
@@ -835,7 +811,7 @@ func TestApplyToAPIServer(t *testing.T) {
 		if err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll); err != nil {
 			t.Errorf("the manager's pod is refused in namespace %s: %v", namespace, err)
 		}
-		if w := warn.take(); len(w) > 0 {
+		if w := warn.Take(); len(w) > 0 {
 			t.Errorf("the API server warned about the manager's pod: %q", w)
 		}
 
@@ -848,6 +824,6 @@ func TestApplyToAPIServer(t *testing.T) {
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
 			t.Errorf("a pod allowing privilege escalation got %v, want PodSecurity to forbid it", err)
 		}
-		warn.take()
+		warn.Take()
 	})
 }

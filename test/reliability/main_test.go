@@ -83,7 +83,7 @@ func logf(format string, args ...any) {
 
 func runMain(m *testing.M) (code int) {
 	flag.Parse()
-	root := harness.RepoRoot()
+	root := testutil.RepoRoot()
 	e := &suite{
 		root: root,
 		dir:  os.Getenv("RELIABILITY_CLUSTER_DIR"),

@@ -3,90 +3,17 @@
 package reliability
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskops/task-operator/test/harness"
 )
-
-// promSample is one line of the Prometheus text format.
-type promSample struct {
-	labels map[string]string
-	value  float64
-}
-
-// parseProm returns the samples of one metric (no histograms needed here).
-func parseProm(text, name string) []promSample {
-	var out []promSample
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
-		labels := map[string]string{}
-		if strings.HasPrefix(rest, "{") {
-			end := strings.LastIndex(rest, "}")
-			if end < 0 {
-				continue
-			}
-			for _, kv := range splitLabels(rest[1:end]) {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					continue
-				}
-				if uq, err := strconv.Unquote(v); err == nil {
-					v = uq
-				}
-				labels[k] = v
-			}
-			rest = rest[end+1:]
-		} else if !strings.HasPrefix(rest, " ") {
-			continue // another metric with this prefix
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, promSample{labels: labels, value: v})
-	}
-	return out
-}
-
-// splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
-func splitLabels(s string) []string {
-	var out []string
-	inQuote, escaped, start := false, false, 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case escaped:
-			escaped = false
-		case c == '\\':
-			escaped = true
-		case c == '"':
-			inQuote = !inQuote
-		case c == ',' && !inQuote:
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
-}
 
 func scrape(url string) (string, error) {
 	hc := &http.Client{Timeout: 5 * time.Second}
@@ -120,13 +47,17 @@ func operatorRequests(url string) (clientCounts, error) {
 		return clientCounts{}, err
 	}
 	c := clientCounts{byMethod: map[string]float64{}, byCode: map[string]float64{}}
-	for _, smp := range parseProm(text, "rest_client_requests_total") {
-		m := smp.labels["method"]
-		c.requests += smp.value
-		c.byMethod[m] += smp.value
-		c.byCode[smp.labels["code"]] += smp.value
+	m, err := harness.ParseMetrics(strings.NewReader(text))
+	if err != nil {
+		return clientCounts{}, err
+	}
+	for _, smp := range m.Samples("rest_client_requests_total") {
+		m := smp.Labels["method"]
+		c.requests += smp.Value
+		c.byMethod[m] += smp.Value
+		c.byCode[smp.Labels["code"]] += smp.Value
 		if writeMethods[m] {
-			c.writes += smp.value
+			c.writes += smp.Value
 		}
 	}
 	return c, nil
@@ -171,18 +102,22 @@ func apiserverWrites(ctx context.Context) (map[string]float64, error) {
 		return nil, err
 	}
 	out := map[string]float64{}
-	for _, smp := range parseProm(string(b), "apiserver_request_total") {
-		v := smp.labels["verb"]
+	m, err := harness.ParseMetrics(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	for _, smp := range m.Samples("apiserver_request_total") {
+		v := smp.Labels["verb"]
 		switch v {
 		case "POST", "PUT", "PATCH", "DELETE", "APPLY", "CREATE", "UPDATE", "DELETECOLLECTION":
 		default:
 			continue
 		}
-		r := smp.labels["resource"]
-		if sub := smp.labels["subresource"]; sub != "" {
+		r := smp.Labels["resource"]
+		if sub := smp.Labels["subresource"]; sub != "" {
 			r += "/" + sub
 		}
-		out[r+" "+v] += smp.value
+		out[r+" "+v] += smp.Value
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -38,14 +39,14 @@ func TestS01CrashStorm(t *testing.T) {
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("storm-%03d", i)
 		dur := strconv.Itoa(1 + randIntn(4))
-		opts := []harness.TaskOpt{harness.Retries(maxRetry, 1, 4, 2), harness.PodAnnotations(harness.SimDuration, dur)}
+		opts := []testutil.TaskOpt{testutil.Retries(maxRetry, 1, 4, 2), testutil.PodAnnotations(harness.SimDuration, dur)}
 		if i%3 == 0 {
-			opts = append(opts, harness.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "reliability: attempt failed"))
+			opts = append(opts, testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "reliability: attempt failed"))
 			want[name] = oneShotWant{v1alpha1.PhaseFailed, maxRetry + 1}
 		} else {
 			want[name] = oneShotWant{v1alpha1.PhaseSucceeded, 1}
 		}
-		tasks = append(tasks, harness.ShellTask(ns, name, opts...))
+		tasks = append(tasks, testutil.NewTask(ns, name, opts...))
 	}
 	start := time.Now()
 	took := createAll(t, tasks)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -52,14 +53,14 @@ func failoverTasks(ns, prefix string, n int, want map[string]oneShotWant) []*v1a
 	var out []*v1alpha1.Task
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("%s-%03d", prefix, i)
-		opts := []harness.TaskOpt{harness.Retries(2, 2, 2, 1), harness.PodAnnotations(harness.SimDuration, strconv.Itoa(2+randIntn(5)))}
+		opts := []testutil.TaskOpt{testutil.Retries(2, 2, 2, 1), testutil.PodAnnotations(harness.SimDuration, strconv.Itoa(2+randIntn(5)))}
 		if i%3 == 0 {
-			opts = append(opts, harness.PodAnnotations(harness.SimExitCode, "1"))
+			opts = append(opts, testutil.PodAnnotations(harness.SimExitCode, "1"))
 			want[name] = oneShotWant{v1alpha1.PhaseFailed, 3}
 		} else {
 			want[name] = oneShotWant{v1alpha1.PhaseSucceeded, 1}
 		}
-		out = append(out, harness.ShellTask(ns, name, opts...))
+		out = append(out, testutil.NewTask(ns, name, opts...))
 	}
 	return out
 }
@@ -108,7 +109,7 @@ func TestS03LeaderFailover(t *testing.T) {
 	const backoff = 30
 	var victims []*v1alpha1.Task
 	for i := 0; i < pick(5, 3); i++ {
-		victims = append(victims, harness.ShellTask(ns, fmt.Sprintf("victim-%d", i), harness.Retries(2, backoff, backoff, 1), harness.PodAnnotations(harness.SimExitCode, "1")))
+		victims = append(victims, testutil.NewTask(ns, fmt.Sprintf("victim-%d", i), testutil.Retries(2, backoff, backoff, 1), testutil.PodAnnotations(harness.SimExitCode, "1")))
 	}
 	createAll(t, victims)
 	createAll(t, failoverTasks(ns, "first", n1, want))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -64,7 +65,7 @@ func cronDowntime(t *testing.T, schedule string, period time.Duration, slotsDown
 	rec := harness.RecordJobs(t, s.c, ns)
 	mon := harness.MonitorStatus(t, s.c, ns)
 	for _, c := range cases {
-		create(t, harness.ShellTask(ns, c.name, harness.Schedule(schedule), func(task *v1alpha1.Task) { task.Spec.StartingDeadlineSeconds = c.deadline }))
+		create(t, testutil.NewTask(ns, c.name, testutil.Schedule(schedule), func(task *v1alpha1.Task) { task.Spec.StartingDeadlineSeconds = c.deadline }))
 	}
 	// Scheduling works: two runs each (one for a minute schedule).
 	before := 2

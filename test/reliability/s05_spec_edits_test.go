@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -66,9 +67,9 @@ func TestS05SpecEdits(t *testing.T) {
 	mon := harness.MonitorStatus(t, s.c, ns)
 
 	t.Run("one-shot", func(t *testing.T) {
-		create(t, harness.ShellTask(ns, "oneshot", harness.Retries(2, 2, 2, 1), func(task *v1alpha1.Task) { task.Spec.Shell = "echo v1" },
-			harness.PodAnnotations(harness.SimExitCode, "1", harness.SimDuration, "10", harness.SimMessage, "spec v1")))
-		create(t, harness.ShellTask(ns, "finished"))
+		create(t, testutil.NewTask(ns, "oneshot", testutil.Retries(2, 2, 2, 1), func(task *v1alpha1.Task) { task.Spec.Shell = "echo v1" },
+			testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimDuration, "10", harness.SimMessage, "spec v1")))
+		create(t, testutil.NewTask(ns, "finished"))
 		var first batchv1.Job
 		harness.Eventually(t, time.Minute, "attempt 1 to run", note(op), func(ctx context.Context) (bool, string) {
 			js, err := harness.JobsOf(ctx, s.c, ns, "oneshot")
@@ -137,7 +138,7 @@ func TestS05SpecEdits(t *testing.T) {
 		// its slot L have passed, the schedule becomes @every 7 s: its slot
 		// L+7 is already past (it must not start: no retroactive run), the
 		// running Job is left alone, and slot L+14 runs the new spec.
-		create(t, harness.ShellTask(ns, "cron", harness.Schedule("@every 20s"), harness.PodAnnotations(harness.SimDuration, "6", harness.SimMessage, "schedule v1")))
+		create(t, testutil.NewTask(ns, "cron", testutil.Schedule("@every 20s"), testutil.PodAnnotations(harness.SimDuration, "6", harness.SimMessage, "schedule v1")))
 		var slot time.Time
 		var running batchv1.Job
 		harness.Eventually(t, 90*time.Second, "the cron Task's first run", note(op), func(ctx context.Context) (bool, string) {

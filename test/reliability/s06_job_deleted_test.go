@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -31,7 +32,7 @@ func violation(t *testing.T, format string, args ...any) {
 type jobCase struct {
 	name string
 	what string
-	opts []harness.TaskOpt
+	opts []testutil.TaskOpt
 	// ready says when to act.
 	ready func(task *v1alpha1.Task, jobs []batchv1.Job) bool
 	// act touches the Job(s); it returns the Job it touched.
@@ -168,21 +169,21 @@ func TestS06JobDeletedOrRelabelled(t *testing.T) {
 	cases := []*jobCase{
 		{
 			name: "del-active", what: "the active Job of attempt 1, the run's only Job, deleted",
-			opts: []harness.TaskOpt{harness.Retries(2, 1, 1, 1), harness.PodAnnotations(harness.SimDuration, "8")},
+			opts: []testutil.TaskOpt{testutil.Retries(2, 1, 1, 1), testutil.PodAnnotations(harness.SimDuration, "8")},
 			// The deleted attempt failed (JobDeleted); attempt 2 starts at
 			// once and succeeds.
 			ready: runningAttempt("1"), act: deleteJob("1"), check: ends(v1alpha1.PhaseSucceeded, 2, 2),
 		},
 		{
 			name: "del-backoff", what: "the failed Job of attempt 1 deleted while the Task waits out its backoff",
-			opts: []harness.TaskOpt{harness.Retries(2, 15, 15, 1), harness.PodAnnotations(harness.SimExitCode, "1")},
+			opts: []testutil.TaskOpt{testutil.Retries(2, 15, 15, 1), testutil.PodAnnotations(harness.SimExitCode, "1")},
 			// Attempt 2 starts at once (the deletion skips the backoff), then
 			// 2 and 3 fail like 1: Failed after 3 attempts.
 			ready: phase(v1alpha1.PhaseRetrying), act: deleteJob("1"), check: ends(v1alpha1.PhaseFailed, 3, 3),
 		},
 		{
 			name: "del-second", what: "the active Job of attempt 2 deleted (attempt 1's failed Job kept)",
-			opts: []harness.TaskOpt{harness.Retries(2, 1, 1, 1), harness.PodAnnotations(harness.SimExitCode, "1", harness.SimDuration, "5")},
+			opts: []testutil.TaskOpt{testutil.Retries(2, 1, 1, 1), testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimDuration, "5")},
 			// Attempt 2 counts as failed (JobDeleted); attempt 3 starts at
 			// once and fails like 1: Failed after 3 attempts, 3 Jobs.
 			ready: runningAttempt("2"), act: deleteJob("2"), check: ends(v1alpha1.PhaseFailed, 3, 3),
@@ -202,7 +203,7 @@ func TestS06JobDeletedOrRelabelled(t *testing.T) {
 		},
 		{
 			name: "unlabel-managed", what: "label app.kubernetes.io/managed-by removed from the active Job of attempt 1",
-			opts: []harness.TaskOpt{harness.Retries(2, 1, 1, 1), harness.PodAnnotations(harness.SimDuration, "8")},
+			opts: []testutil.TaskOpt{testutil.Retries(2, 1, 1, 1), testutil.PodAnnotations(harness.SimDuration, "8")},
 			// The operator finds the Job by its deterministic name, puts
 			// the label back, and the Job counts: Succeeded, 1 attempt.
 			ready: runningAttempt("1"), act: relabelJob("1", v1alpha1.LabelManagedBy, ""),
@@ -215,7 +216,7 @@ func TestS06JobDeletedOrRelabelled(t *testing.T) {
 		},
 		{
 			name: "relabel-attempt", what: "label batch.taskops.io/attempt of the active Job changed from 1 to 2",
-			opts:  []harness.TaskOpt{harness.Retries(2, 1, 1, 1), harness.PodAnnotations(harness.SimDuration, "8")},
+			opts:  []testutil.TaskOpt{testutil.Retries(2, 1, 1, 1), testutil.PodAnnotations(harness.SimDuration, "8")},
 			ready: runningAttempt("1"), act: relabelJob("1", v1alpha1.LabelAttempt, "2"),
 			check: func(t *testing.T, c *jobCase, task *v1alpha1.Task, seen, existing []batchv1.Job) {
 				// Observed: the labels are the record: the Job is taken for
@@ -233,7 +234,7 @@ func TestS06JobDeletedOrRelabelled(t *testing.T) {
 		},
 		{
 			name: "relabel-task", what: "label batch.taskops.io/task of the active Job changed to another name",
-			opts:  []harness.TaskOpt{harness.Retries(2, 1, 1, 1), harness.PodAnnotations(harness.SimDuration, "8")},
+			opts:  []testutil.TaskOpt{testutil.Retries(2, 1, 1, 1), testutil.PodAnnotations(harness.SimDuration, "8")},
 			ready: runningAttempt("1"), act: relabelJob("1", v1alpha1.LabelTask, "someone-else"),
 			check: func(t *testing.T, c *jobCase, task *v1alpha1.Task, seen, existing []batchv1.Job) {
 				// Observed: no reaction: Jobs are found by their controller
@@ -247,7 +248,7 @@ func TestS06JobDeletedOrRelabelled(t *testing.T) {
 		},
 	}
 	for _, c := range cases {
-		create(t, harness.ShellTask(ns, c.name, c.opts...))
+		create(t, testutil.NewTask(ns, c.name, c.opts...))
 	}
 	start := time.Now()
 	harness.Eventually(t, 2*time.Minute, "every case to be acted on", note(op), func(ctx context.Context) (bool, string) {

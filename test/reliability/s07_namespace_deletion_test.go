@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -39,17 +40,17 @@ func TestS07NamespaceDeletion(t *testing.T) {
 		groups := []struct {
 			prefix string
 			n      int
-			opts   []harness.TaskOpt
+			opts   []testutil.TaskOpt
 			ready  func(*v1alpha1.Task, []corev1.Pod) bool
 		}{
-			{"forever", 6 * scale, []harness.TaskOpt{harness.PodAnnotations(harness.SimRun, "forever")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+			{"forever", 6 * scale, []testutil.TaskOpt{testutil.PodAnnotations(harness.SimRun, "forever")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
 				return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
 			}},
-			{"retrying", 4 * scale, []harness.TaskOpt{harness.Retries(5, 3, 3, 1), harness.PodAnnotations(harness.SimExitCode, "1")}, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
+			{"retrying", 4 * scale, []testutil.TaskOpt{testutil.Retries(5, 3, 3, 1), testutil.PodAnnotations(harness.SimExitCode, "1")}, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
 				// Backoff 3 s: attempts keep starting while the namespace goes.
 				return task.Status.Attempts >= 1 && (task.Status.Phase == v1alpha1.PhaseRetrying || task.Status.Phase == v1alpha1.PhaseRunning)
 			}},
-			{"stuck", 4 * scale, []harness.TaskOpt{harness.StartTimeout(600), harness.PodAnnotations(harness.SimStart, "never")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
+			{"stuck", 4 * scale, []testutil.TaskOpt{testutil.StartTimeout(600), testutil.PodAnnotations(harness.SimStart, "never")}, func(task *v1alpha1.Task, pods []corev1.Pod) bool {
 				return len(pods) == 1 && pods[0].Status.Phase == corev1.PodPending
 			}},
 			{"done", 4 * scale, nil, func(task *v1alpha1.Task, _ []corev1.Pod) bool {
@@ -61,7 +62,7 @@ func TestS07NamespaceDeletion(t *testing.T) {
 		for _, g := range groups {
 			for i := 0; i < g.n; i++ {
 				name := fmt.Sprintf("%s-%03d", g.prefix, i)
-				tasks = append(tasks, harness.ShellTask(ns, name, g.opts...))
+				tasks = append(tasks, testutil.NewTask(ns, name, g.opts...))
 				ready[name] = g.ready
 			}
 		}
@@ -92,7 +93,7 @@ func TestS07NamespaceDeletion(t *testing.T) {
 		fresh := 2 * scale
 		var late []*v1alpha1.Task
 		for i := 0; i < fresh; i++ {
-			late = append(late, harness.ShellTask(ns, fmt.Sprintf("fresh-%03d", i), harness.PodAnnotations(harness.SimRun, "forever")))
+			late = append(late, testutil.NewTask(ns, fmt.Sprintf("fresh-%03d", i), testutil.PodAnnotations(harness.SimRun, "forever")))
 		}
 		createAll(t, late)
 		total := len(tasks) + fresh
@@ -198,11 +199,11 @@ func TestS07NamespaceDeletion(t *testing.T) {
 		jobs := harness.RecordJobs(t, s.c, ns)
 		var tasks []*v1alpha1.Task
 		for i := 0; i < n; i++ {
-			opts := []harness.TaskOpt{harness.Retries(10, 1, 1, 1), harness.PodAnnotations(harness.SimExitCode, "1")}
+			opts := []testutil.TaskOpt{testutil.Retries(10, 1, 1, 1), testutil.PodAnnotations(harness.SimExitCode, "1")}
 			if i%2 == 1 {
-				opts = []harness.TaskOpt{harness.PodAnnotations(harness.SimRun, "forever")}
+				opts = []testutil.TaskOpt{testutil.PodAnnotations(harness.SimRun, "forever")}
 			}
-			tasks = append(tasks, harness.ShellTask(ns, fmt.Sprintf("del-%03d", i), opts...))
+			tasks = append(tasks, testutil.NewTask(ns, fmt.Sprintf("del-%03d", i), opts...))
 		}
 		createAll(t, tasks)
 		// Retrying Tasks start an attempt every ~2 s: delete them while

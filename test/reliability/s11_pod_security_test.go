@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,40 +13,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
-// warnings collects the Warning headers the API server sends a client.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(code int, agent, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.list
-	w.list = nil
-	return out
-}
-
 // warningClient is an admin client that records the API server's warnings.
-func warningClient(t *testing.T) (client.Client, *warnings) {
+func warningClient(t *testing.T) (client.Client, *testutil.Warnings) {
 	t.Helper()
-	w := &warnings{}
-	cfg := rest.CopyConfig(s.cluster.Config)
-	cfg.WarningHandler = w
+	cfg, w := testutil.WarnOn(s.cluster.Config)
 	c, err := schemeClient(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -94,10 +71,10 @@ func TestS11PodSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks := []*v1alpha1.Task{
-		harness.ShellTask(ns, "shell-busybox"), // the default image, busybox: root by default
-		harness.ShellTask(ns, "shell-image", func(task *v1alpha1.Task) { task.Spec.Image = "docker.io/library/alpine:3.20" }),
-		harness.ShellTask(ns, "shell-replicas", harness.Replicas(3)),
-		harness.ShellTask(ns, "shell-env-resources", func(task *v1alpha1.Task) {
+		testutil.NewTask(ns, "shell-busybox"), // the default image, busybox: root by default
+		testutil.NewTask(ns, "shell-image", func(task *v1alpha1.Task) { task.Spec.Image = "docker.io/library/alpine:3.20" }),
+		testutil.NewTask(ns, "shell-replicas", testutil.Replicas(3)),
+		testutil.NewTask(ns, "shell-env-resources", func(task *v1alpha1.Task) {
 			task.Spec.Env = []v1alpha1.EnvVar{
 				{Name: "PLAIN", Value: ptr.To("x")},
 				{Name: "SECRET", ValueFrom: &v1alpha1.EnvVarSource{SecretKeyRef: &v1alpha1.KeySelector{Name: "token", Key: "token"}}},
@@ -108,9 +85,9 @@ func TestS11PodSecurity(t *testing.T) {
 			}
 			task.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": "reliability"}}
 		}),
-		harness.ShellTask(ns, "shell-serviceaccount", func(task *v1alpha1.Task) { task.Spec.ServiceAccountName = "runner" }),
-		harness.ShellTask(ns, "shell-deadline", func(task *v1alpha1.Task) { task.Spec.ActiveDeadlineSeconds = ptr.To[int64](60) }),
-		harness.ShellTask(ns, "shell-cron", harness.Schedule("@every 10s")),
+		testutil.NewTask(ns, "shell-serviceaccount", func(task *v1alpha1.Task) { task.Spec.ServiceAccountName = "runner" }),
+		testutil.NewTask(ns, "shell-deadline", func(task *v1alpha1.Task) { task.Spec.ActiveDeadlineSeconds = ptr.To[int64](60) }),
+		testutil.NewTask(ns, "shell-cron", testutil.Schedule("@every 10s")),
 		httpTask(ns, "http-literal", "https://example.com/", []v1alpha1.HTTPHeader{literalHeader("X-A", "b")}),
 		httpTask(ns, "http-secret", "https://example.com/", []v1alpha1.HTTPHeader{secretHeader("Authorization", "token", "token")}),
 	}
@@ -119,7 +96,7 @@ func TestS11PodSecurity(t *testing.T) {
 			t.Fatalf("creating Task %s: %v", task.Name, err)
 		}
 	}
-	if w := warn.take(); len(w) > 0 {
+	if w := warn.Take(); len(w) > 0 {
 		t.Errorf("warnings creating the Tasks: %v", w)
 	}
 	// Control: the namespace enforces, and the warnings reach this client.
@@ -130,7 +107,7 @@ func TestS11PodSecurity(t *testing.T) {
 	if err := wc.Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "root-job"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: rootPod}}}, client.DryRunAll); err != nil {
 		t.Fatal(err)
 	}
-	if w := warn.take(); len(w) == 0 {
+	if w := warn.Take(); len(w) == 0 {
 		t.Fatalf("control: a Job whose pods break the restricted standard drew no warning: the warnings do not reach the test")
 	}
 	took := harness.Eventually(t, 2*time.Minute, "every Task to succeed (the cron one: its first run)", note(op), func(ctx context.Context) (bool, string) {
@@ -179,7 +156,7 @@ func TestS11PodSecurity(t *testing.T) {
 		if err := wc.Create(ctx, podFromTemplate(ns, "pss-"+j.Name[:min(len(j.Name), 50)], j.Spec.Template), client.DryRunAll); err != nil {
 			t.Errorf("dry run of a pod of Job %s: %v", j.Name, err)
 		}
-		for _, w := range warn.take() {
+		for _, w := range warn.Take() {
 			warned = append(warned, j.Name+": "+w)
 		}
 		checked++
@@ -252,7 +229,7 @@ func TestS11PodSecurity(t *testing.T) {
 	if err := wc.Create(ctx, podFromTemplate(operatorNamespace, "manager-pss-check", d.Spec.Template), client.DryRunAll); err != nil {
 		t.Errorf("dry run of the manager pod: %v", err)
 	}
-	mgrWarnings := warn.take()
+	mgrWarnings := warn.Take()
 	if len(mgrWarnings) > 0 {
 		t.Errorf("warnings for the manager Deployment/pod: %v", mgrWarnings)
 	}

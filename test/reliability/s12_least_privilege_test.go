@@ -21,11 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
 // httpTask is an http Task calling url with the given headers.
-func httpTask(ns, name, url string, headers []v1alpha1.HTTPHeader, opts ...harness.TaskOpt) *v1alpha1.Task {
+func httpTask(ns, name, url string, headers []v1alpha1.HTTPHeader, opts ...testutil.TaskOpt) *v1alpha1.Task {
 	task := &v1alpha1.Task{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.TaskSpec{
@@ -136,19 +137,19 @@ func TestS12LeastPrivilege(t *testing.T) {
 		s.mu.Unlock()
 		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-token"}, StringData: map[string]string{"token": "Bearer " + canary}})
 
-		shellEnv := harness.ShellTask(ns, "shell-env", func(task *v1alpha1.Task) {
+		shellEnv := testutil.NewTask(ns, "shell-env", func(task *v1alpha1.Task) {
 			task.Spec.Env = []v1alpha1.EnvVar{{Name: "TOKEN", ValueFrom: &v1alpha1.EnvVarSource{SecretKeyRef: &v1alpha1.KeySelector{Name: "api-token", Key: "token"}}}}
 		})
 		tasks := []*v1alpha1.Task{
 			httpTask(ns, "http-ok", "https://api.example.com/hook", []v1alpha1.HTTPHeader{secretHeader("Authorization", "api-token", "token"), literalHeader("X-Trace", "plain-value")}),
 			httpTask(ns, "http-fails", "https://api.example.com/hook", []v1alpha1.HTTPHeader{secretHeader("Authorization", "api-token", "token")},
-				harness.Retries(1, 1, 1, 1), harness.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "POST https://api.example.com/hook: 401 Unauthorized (Authorization: ***)")),
+				testutil.Retries(1, 1, 1, 1), testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "POST https://api.example.com/hook: 401 Unauthorized (Authorization: ***)")),
 			shellEnv,
 			// The e2e flows, as the ServiceAccount.
-			harness.ShellTask(ns, "succeeds"),
-			harness.ShellTask(ns, "fails", harness.Retries(2, 1, 2, 2), harness.PodAnnotations(harness.SimExitCode, "3")),
-			harness.ShellTask(ns, "cannot-start", harness.StartTimeout(5), harness.PodAnnotations(harness.SimStart, "never")),
-			harness.ShellTask(ns, "deleted", harness.PodAnnotations(harness.SimRun, "forever")),
+			testutil.NewTask(ns, "succeeds"),
+			testutil.NewTask(ns, "fails", testutil.Retries(2, 1, 2, 2), testutil.PodAnnotations(harness.SimExitCode, "3")),
+			testutil.NewTask(ns, "cannot-start", testutil.StartTimeout(5), testutil.PodAnnotations(harness.SimStart, "never")),
+			testutil.NewTask(ns, "deleted", testutil.PodAnnotations(harness.SimRun, "forever")),
 		}
 		jobs := harness.RecordJobs(t, s.c, ns)
 		createAll(t, tasks)

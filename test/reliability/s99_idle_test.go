@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -33,10 +34,10 @@ func TestS08IdleWrites(t *testing.T) {
 	for i := 0; i < nCron; i++ {
 		// Midnight on 1 January: not due for a long time (unless the suite
 		// runs across New Year).
-		tasks = append(tasks, harness.ShellTask(ns, fmt.Sprintf("cron-%03d", i), harness.Schedule("0 0 1 1 *")))
+		tasks = append(tasks, testutil.NewTask(ns, fmt.Sprintf("cron-%03d", i), testutil.Schedule("0 0 1 1 *")))
 	}
 	for i := 0; i < nOne; i++ {
-		tasks = append(tasks, harness.ShellTask(ns, fmt.Sprintf("once-%03d", i)))
+		tasks = append(tasks, testutil.NewTask(ns, fmt.Sprintf("once-%03d", i)))
 	}
 	createAll(t, tasks)
 	op := s.startOperator(t, "op", true)

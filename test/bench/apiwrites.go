@@ -1,0 +1,71 @@
+package main
+
+import (
+	"io"
+
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// metrics is a parsed scrape (harness.ParseMetrics, on expfmt).
+type metrics = harness.Metrics
+
+func parseMetrics(r io.Reader) (metrics, error) { return harness.ParseMetrics(r) }
+
+// writeVerbs are the API server's request verbs that change something.
+var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// resKey names an API resource the way the write tables do: "jobs",
+// "tasks/status", "events" (both event APIs together).
+func resKey(resource, subresource string) string {
+	if subresource == "" {
+		return resource
+	}
+	return resource + "/" + subresource
+}
+
+// apiWrites is the API server's count of write requests by resource key
+// (apiserver_request_total, every response code).
+func apiWrites(m metrics) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range m {
+		if s.Name != "apiserver_request_total" || !writeVerbs[s.Labels["verb"]] {
+			continue
+		}
+		out[resKey(s.Labels["resource"], s.Labels["subresource"])] += s.Value
+	}
+	return out
+}
+
+// apiConflicts is like apiWrites for the writes refused with 409 Conflict.
+func apiConflicts(m metrics) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range m {
+		if s.Name == "apiserver_request_total" && writeVerbs[s.Labels["verb"]] && s.Labels["code"] == "409" {
+			out[resKey(s.Labels["resource"], s.Labels["subresource"])] += s.Value
+		}
+	}
+	return out
+}
+
+// clientWrites is a controller-runtime process's own count of its write
+// requests (rest_client_requests_total by method, every response code).
+func clientWrites(m metrics) float64 {
+	return m.Sum("rest_client_requests_total", func(l map[string]string) bool {
+		switch l["method"] {
+		case "POST", "PUT", "PATCH", "DELETE":
+			return true
+		}
+		return false
+	})
+}
+
+// diffMap is after - before, key by key.
+func diffMap(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
