@@ -196,14 +196,7 @@ func newNamespace(t *testing.T) string {
 
 // shellTask is a one-shot shell Task with maxRetry retries.
 func shellTask(ns, name string, maxRetry int32) *v1alpha1.Task {
-	return &v1alpha1.Task{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.TaskSpec{
-			Type:     v1alpha1.TaskTypeShell,
-			Shell:    "echo hello",
-			MaxRetry: maxRetry,
-		},
-	}
+	return testutil.NewTask(ns, name, testutil.MaxRetry(maxRetry))
 }
 
 func createTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {

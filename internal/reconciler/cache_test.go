@@ -42,7 +42,7 @@ func jobTransform(t *testing.T) toolscache.TransformFunc {
 // failure policy are as big as they get), with server-set metadata and
 // spec, managed fields, and a status with every field set.
 func fullJob(now time.Time) (*v1alpha1.Task, *batchv1.Job) {
-	task := newTask("cache-ns", "cache-task", httpTask("https://example.com/hook"), replicas(3), func(t *v1alpha1.Task) {
+	task := newTask("cache-ns", "cache-task", testutil.HTTP("https://example.com/hook"), testutil.Replicas(3), func(t *v1alpha1.Task) {
 		t.UID = types.UID("8d3c4a8e-0d6f-4f0e-9a43-5b6c5b0e1f01")
 		t.Generation = 4
 		t.Spec.Env = []v1alpha1.EnvVar{{Name: "A", Value: ptr.To("b")}}

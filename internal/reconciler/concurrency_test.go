@@ -14,12 +14,6 @@ import (
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
-func policy(p v1alpha1.ConcurrencyPolicy) taskOpt {
-	return func(t *v1alpha1.Task) { t.Spec.ConcurrencyPolicy = p }
-}
-
-func suspended(t *v1alpha1.Task) { t.Spec.Suspend = ptr.To(true) }
-
 func setSuspend(t *testing.T, task *v1alpha1.Task, on bool) {
 	t.Helper()
 	fresh := getTask(t, task)
@@ -29,7 +23,7 @@ func setSuspend(t *testing.T, task *v1alpha1.Task, on bool) {
 
 func TestRunNowWaitsForTheActiveRunUnderForbid(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "forbid", policy(v1alpha1.ForbidConcurrent))
+	task := newTask(ns, "forbid", testutil.Concurrency(v1alpha1.ForbidConcurrent))
 	must(t, k8s.Create(ctx, task))
 	first := waitJobs(t, task, 1)[0]
 	waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
@@ -52,7 +46,7 @@ func TestRunNowWaitsForTheActiveRunUnderForbid(t *testing.T) {
 
 func TestRunNowStopsTheActiveRunUnderReplace(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "replace", policy(v1alpha1.ReplaceConcurrent))
+	task := newTask(ns, "replace", testutil.Concurrency(v1alpha1.ReplaceConcurrent))
 	must(t, k8s.Create(ctx, task))
 	first := waitJobs(t, task, 1)[0]
 
@@ -72,7 +66,7 @@ func TestRunNowStopsTheActiveRunUnderReplace(t *testing.T) {
 
 func TestRunNowOverlapsTheActiveRunUnderAllow(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "allow", policy(v1alpha1.AllowConcurrent))
+	task := newTask(ns, "allow", testutil.Concurrency(v1alpha1.AllowConcurrent))
 	must(t, k8s.Create(ctx, task))
 	waitJobs(t, task, 1)
 	setRunNow(t, task, "parallel")
@@ -84,7 +78,7 @@ func TestRunNowOverlapsTheActiveRunUnderAllow(t *testing.T) {
 
 func TestASuspendedOneShotTaskWaitsAndARunNowRunsAnyway(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "paused", suspended)
+	task := newTask(ns, "paused", testutil.Suspend(true))
 	must(t, k8s.Create(ctx, task))
 	got := waitTask(t, task, "phase Suspended", phaseIs(v1alpha1.PhaseSuspended))
 	if c := condition(got, v1alpha1.ConditionReconciling); c == nil || c.Status != T {
@@ -116,7 +110,7 @@ func TestASuspendedOneShotTaskWaitsAndARunNowRunsAnyway(t *testing.T) {
 
 func TestDecisionsAreRecordedAsEvents(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "evented", maxRetry(1))
+	task := newTask(ns, "evented", testutil.MaxRetry(1))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "x"))

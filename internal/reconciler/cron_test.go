@@ -16,16 +16,12 @@ import (
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
-func schedule(expr string) taskOpt {
-	return func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To(expr) }
-}
-
 // scheduledTask creates a cron Task with the clock at the present and
 // waits for its first pass, which sets nextScheduleTime.
-func scheduledTask(t *testing.T, ns, name string, opts ...taskOpt) (*v1alpha1.Task, *v1alpha1.Task) {
+func scheduledTask(t *testing.T, ns, name string, opts ...testutil.TaskOpt) (*v1alpha1.Task, *v1alpha1.Task) {
 	t.Helper()
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, name, append([]taskOpt{schedule("*/5 * * * *")}, opts...)...)
+	task := newTask(ns, name, append([]testutil.TaskOpt{testutil.Schedule("*/5 * * * *")}, opts...)...)
 	must(t, k8s.Create(ctx, task))
 	got := waitTask(t, task, "the first pass", func(x *v1alpha1.Task) bool {
 		return x.Status.NextScheduleTime != nil && x.Status.ObservedGeneration == x.Generation
@@ -150,7 +146,7 @@ func TestForbidSkipsASlotWhileARunIsActiveAndReplaceStopsIt(t *testing.T) {
 		t.Fatalf("Forbid started a second run: %d Jobs", n)
 	}
 
-	replace, _ := scheduledTask(t, ns, "replace-cron", policy(v1alpha1.ReplaceConcurrent))
+	replace, _ := scheduledTask(t, ns, "replace-cron", testutil.Concurrency(v1alpha1.ReplaceConcurrent))
 	slotA := toSlot(t, replace)
 	slotJob(t, replace, slotA)
 	slotB := toSlot(t, replace)
@@ -163,7 +159,7 @@ func TestForbidSkipsASlotWhileARunIsActiveAndReplaceStopsIt(t *testing.T) {
 
 func TestASuspendedCronTaskStartsNoRun(t *testing.T) {
 	ns := newNamespace(t)
-	task, _ := scheduledTask(t, ns, "paused-cron", suspended)
+	task, _ := scheduledTask(t, ns, "paused-cron", testutil.Suspend(true))
 	toSlot(t, task)
 	got := waitTask(t, task, "phase Suspended", phaseIs(v1alpha1.PhaseSuspended))
 	reconcileOnce(t, rec, task)
@@ -174,7 +170,7 @@ func TestASuspendedCronTaskStartsNoRun(t *testing.T) {
 
 func TestEditingTheScheduleNeverStartsARun(t *testing.T) {
 	ns := newNamespace(t)
-	task, first := scheduledTask(t, ns, "edited", schedule("0 0 1 1 *"))
+	task, first := scheduledTask(t, ns, "edited", testutil.Schedule("0 0 1 1 *"))
 	// Time passes beyond many minutes; then the schedule becomes every minute.
 	fakeClock.SetTime(first.CreationTimestamp.Add(10 * time.Minute))
 	fresh := getTask(t, task)
@@ -253,7 +249,7 @@ func TestRunNowWorksOnACronTask(t *testing.T) {
 func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "bad-cron", schedule("61 * * * *"))
+	task := newTask(ns, "bad-cron", testutil.Schedule("61 * * * *"))
 	must(t, k8s.Create(ctx, task))
 	bad := waitTask(t, task, "InvalidSchedule", phaseIs(v1alpha1.PhaseFailed))
 	assertConditions(t, bad, F, T, F, T)
@@ -277,7 +273,7 @@ func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 func TestACrashBetweenASlotsJobAndItsStatusMakesNoSecondJob(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "cron-crash", manual, schedule("*/5 * * * *"))
+	task := newTask(ns, "cron-crash", manual, testutil.Schedule("*/5 * * * *"))
 	must(t, k8s.Create(ctx, task))
 	first := reconcileUntil(t, task, "phase Scheduled", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseScheduled })
 	slot := first.Status.NextScheduleTime.Time

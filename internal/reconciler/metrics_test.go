@@ -36,7 +36,7 @@ func TestTheOperatorsMetricsAreScraped(t *testing.T) {
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	waitTask(t, ok, "phase Succeeded", phaseIs(v1alpha1.PhaseSucceeded))
 
-	retried := newTask(ns, "metered-retry", maxRetry(1))
+	retried := newTask(ns, "metered-retry", testutil.MaxRetry(1))
 	must(t, k8s.Create(ctx, retried))
 	job = waitJobs(t, retried, 1)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "x"))

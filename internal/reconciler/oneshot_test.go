@@ -101,7 +101,7 @@ func TestAnUnchangedTaskCostsNoWrites(t *testing.T) {
 
 func TestAFailedAttemptIsRetriedAfterItsBackoffAndThenSucceeds(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "flaky", maxRetry(2))
+	task := newTask(ns, "flaky", testutil.MaxRetry(2))
 	must(t, k8s.Create(ctx, task))
 	first := waitJobs(t, task, 1)[0]
 
@@ -147,7 +147,7 @@ func TestAFailedAttemptIsRetriedAfterItsBackoffAndThenSucceeds(t *testing.T) {
 
 func TestExhaustedRetriesFailTheTaskWithTheLastReasonAndOutput(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "doomed", maxRetry(1), func(t *v1alpha1.Task) {
+	task := newTask(ns, "doomed", testutil.MaxRetry(1), func(t *v1alpha1.Task) {
 		t.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: 0, MaxSeconds: 0, Factor: 2}
 	})
 	must(t, k8s.Create(ctx, task))
@@ -194,7 +194,7 @@ func TestExhaustedRetriesFailTheTaskWithTheLastReasonAndOutput(t *testing.T) {
 
 func TestTheRunnersBadRequestExitIsNotRetried(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "bad-request", httpTask("https://example.test/hook"), maxRetry(3))
+	task := newTask(ns, "bad-request", testutil.HTTP("https://example.test/hook"), testutil.MaxRetry(3))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	if job.Spec.Template.Spec.Containers[0].Image != "runner:test" {
@@ -216,7 +216,7 @@ func TestTheRunnersBadRequestExitIsNotRetried(t *testing.T) {
 func TestAnAttemptWhosePodCannotStartIsStoppedAfterTheStartTimeout(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "no-image", startTimeout(60))
+	task := newTask(ns, "no-image", testutil.StartTimeout(60))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	_, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Waiting("ImagePullBackOff", `Back-off pulling image "nope:1"`))
@@ -238,7 +238,7 @@ func TestAnAttemptWhosePodCannotStartIsStoppedAfterTheStartTimeout(t *testing.T)
 
 func TestReplicasRunAsOneIndexedJob(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "wide", replicas(5))
+	task := newTask(ns, "wide", testutil.Replicas(5))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	if *job.Spec.Completions != 5 || *job.Spec.Parallelism != 5 || *job.Spec.CompletionMode != batchv1.IndexedCompletion {
@@ -250,7 +250,7 @@ func TestReplicasRunAsOneIndexedJob(t *testing.T) {
 
 func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "rerun", annotate(v1alpha1.AnnotationRunNow, "at-creation"))
+	task := newTask(ns, "rerun", testutil.Annotation(v1alpha1.AnnotationRunNow, "at-creation"))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
@@ -291,7 +291,7 @@ func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testi
 
 func TestDeletingATaskDeletesItsActiveJobsAndLetsItGo(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "doomed-delete", replicas(2))
+	task := newTask(ns, "doomed-delete", testutil.Replicas(2))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.StartJob(ctx, k8s, &job, fakeClock.Now()))

@@ -46,7 +46,7 @@ func admitPod(t *testing.T, job *batchv1.Job) []string {
 
 func TestTheJobOfAnHTTPTaskRunsTheRunnerWithSecretsByReferenceAndPassesRestricted(t *testing.T) {
 	ns := restrictedNamespace(t)
-	task := newTask(ns, "webhook", httpTask("https://hooks.example.com/deploy?key=x"), func(t *v1alpha1.Task) {
+	task := newTask(ns, "webhook", testutil.HTTP("https://hooks.example.com/deploy?key=x"), func(t *v1alpha1.Task) {
 		t.Spec.HTTP = &v1alpha1.HTTPSpec{Method: "POST", Body: `{"v":1}`, SuccessCodes: []int32{200, 202}, TimeoutSeconds: 7,
 			Headers: []v1alpha1.HTTPHeader{
 				{Name: "Content-Type", Value: ptr.To("application/json")},

@@ -67,7 +67,7 @@ func attemptsAre(n int32, phase v1alpha1.TaskPhase) func(*v1alpha1.Task) bool {
 
 func TestALostStatusWriteAfterJobCreationMakesNoSecondJob(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "crashy", manual, maxRetry(1))
+	task := newTask(ns, "crashy", manual, testutil.MaxRetry(1))
 	must(t, k8s.Create(ctx, task))
 
 	waitCached(t, task)
@@ -111,7 +111,7 @@ func TestALostStatusWriteAfterJobCreationMakesNoSecondJob(t *testing.T) {
 
 func TestTwoReconcilersRacingCreateOneJobPerAttempt(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "racy", manual, maxRetry(3))
+	task := newTask(ns, "racy", manual, testutil.MaxRetry(3))
 	must(t, k8s.Create(ctx, task))
 
 	race := func() {
@@ -147,7 +147,7 @@ func TestTwoReconcilersRacingCreateOneJobPerAttempt(t *testing.T) {
 
 func TestAWipedStatusIsRebuiltFromTheJobs(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "amnesia", manual, maxRetry(2))
+	task := newTask(ns, "amnesia", manual, testutil.MaxRetry(2))
 	must(t, k8s.Create(ctx, task))
 	reconcileUntil(t, task, "attempt 1 running", attemptsAre(1, v1alpha1.PhaseRunning))
 	job := jobsOf(t, task)[0]

@@ -145,8 +145,6 @@ func manualReconciler(c client.Client) *reconciler.TaskReconciler {
 
 // --- builders ---------------------------------------------------------------
 
-type taskOpt func(*v1alpha1.Task)
-
 var nsCounter atomic.Int32
 
 // newNamespace makes a namespace of its own for a test.
@@ -157,40 +155,11 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-// newTask builds a shell Task. Tests that do not test the start timeout get
-// a long one, so a clock moved forward by another step does not trip it.
-func newTask(ns, name string, opts ...taskOpt) *v1alpha1.Task {
-	t := &v1alpha1.Task{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.TaskSpec{
-			Type:                v1alpha1.TaskTypeShell,
-			Shell:               "echo hello",
-			StartTimeoutSeconds: ptr.To[int32](86400),
-		},
-	}
-	for _, o := range opts {
-		o(t)
-	}
-	return t
-}
-
-func maxRetry(n int32) taskOpt { return func(t *v1alpha1.Task) { t.Spec.MaxRetry = n } }
-func replicas(n int32) taskOpt { return func(t *v1alpha1.Task) { t.Spec.Replicas = n } }
-func startTimeout(s int32) taskOpt {
-	return func(t *v1alpha1.Task) { t.Spec.StartTimeoutSeconds = ptr.To(s) }
-}
-func annotate(k, v string) taskOpt {
-	return func(t *v1alpha1.Task) {
-		if t.Annotations == nil {
-			t.Annotations = map[string]string{}
-		}
-		t.Annotations[k] = v
-	}
-}
-func httpTask(url string) taskOpt {
-	return func(t *v1alpha1.Task) {
-		t.Spec.Type, t.Spec.Shell, t.Spec.URL = v1alpha1.TaskTypeHTTP, "", url
-	}
+// newTask builds a shell Task (testutil.NewTask). Tests that do not test
+// the start timeout get a long one, so a clock moved forward by another
+// step does not trip it.
+func newTask(ns, name string, opts ...testutil.TaskOpt) *v1alpha1.Task {
+	return testutil.NewTask(ns, name, append([]testutil.TaskOpt{testutil.StartTimeout(86400)}, opts...)...)
 }
 
 // --- observing ----------------------------------------------------------------

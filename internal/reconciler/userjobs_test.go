@@ -20,7 +20,7 @@ import (
 
 func TestADeletedActiveJobCountsAsAFailedAttemptAndTheNextStartsAtOnce(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "deleted", maxRetry(2))
+	task := newTask(ns, "deleted", testutil.MaxRetry(2))
 	must(t, k8s.Create(ctx, task))
 	first := waitJobs(t, task, 1)[0]
 	waitTask(t, task, "attempt 1 recorded", func(t *v1alpha1.Task) bool { return t.Status.Attempts == 1 && len(t.Status.Active) == 1 })
@@ -67,7 +67,7 @@ func TestDeletingTheJobOfTheLastAllowedAttemptFailsTheRun(t *testing.T) {
 
 func TestDeletingTheSecondAttemptsJobStartsTheThirdNotTheSecondAgain(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "deleted-second", maxRetry(3))
+	task := newTask(ns, "deleted-second", testutil.MaxRetry(3))
 	must(t, k8s.Create(ctx, task))
 	first := waitJobs(t, task, 1)[0]
 	// Failed long enough ago that the backoff has passed.
@@ -87,7 +87,7 @@ func TestDeletingTheSecondAttemptsJobStartsTheThirdNotTheSecondAgain(t *testing.
 
 func TestAJobThatLostItsLabelsGetsThemBackAndStillCounts(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "relabelled", maxRetry(2))
+	task := newTask(ns, "relabelled", testutil.MaxRetry(2))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	waitTask(t, task, "attempt 1 recorded", func(t *v1alpha1.Task) bool { return t.Status.Attempts == 1 && len(t.Status.Active) == 1 })

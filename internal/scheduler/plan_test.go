@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/testutil"
 )
 
 var (
@@ -17,41 +18,26 @@ var (
 	noon    = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 )
 
-// task builds a Task for the planner; opts change it.
-func task(opts ...func(*v1alpha1.Task)) *v1alpha1.Task {
-	t := &v1alpha1.Task{
-		ObjectMeta: metav1.ObjectMeta{Name: "t", Generation: 1, CreationTimestamp: metav1.NewTime(created)},
-		Spec:       v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "true", ConcurrencyPolicy: v1alpha1.ForbidConcurrent},
-		Status:     v1alpha1.TaskStatus{ObservedGeneration: 1},
-	}
-	for _, o := range opts {
-		o(t)
-	}
-	return t
+// task builds a Task for the planner (testutil.NewTask); opts change it.
+func task(opts ...testutil.TaskOpt) *v1alpha1.Task {
+	base := []testutil.TaskOpt{testutil.Generation(1), testutil.Concurrency(v1alpha1.ForbidConcurrent),
+		testutil.Status(v1alpha1.TaskStatus{ObservedGeneration: 1}),
+		func(t *v1alpha1.Task) { t.CreationTimestamp = metav1.NewTime(created) }}
+	return testutil.NewTask("", "t", append(base, opts...)...)
 }
 
-func withSchedule(expr string) func(*v1alpha1.Task) {
-	return func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To(expr) }
-}
-func lastSchedule(at time.Time) func(*v1alpha1.Task) {
+func lastSchedule(at time.Time) testutil.TaskOpt {
 	return func(t *v1alpha1.Task) { t.Status.LastScheduleTime = ptr.To(metav1.NewTime(at)) }
 }
-func concurrency(p v1alpha1.ConcurrencyPolicy) func(*v1alpha1.Task) {
-	return func(t *v1alpha1.Task) { t.Spec.ConcurrencyPolicy = p }
-}
-func suspend(t *v1alpha1.Task) { t.Spec.Suspend = ptr.To(true) }
 func neverReconciled(t *v1alpha1.Task) {
 	t.Status.ObservedGeneration = 0
 }
 func edited(t *v1alpha1.Task) { t.Generation = 2 }
-func runNow(token string) func(*v1alpha1.Task) {
-	return func(t *v1alpha1.Task) { t.Annotations = map[string]string{v1alpha1.AnnotationRunNow: token} }
+func runNow(token string) testutil.TaskOpt {
+	return testutil.Annotation(v1alpha1.AnnotationRunNow, token)
 }
-func consumed(token string) func(*v1alpha1.Task) {
+func consumed(token string) testutil.TaskOpt {
 	return func(t *v1alpha1.Task) { t.Status.LastRunNowToken = runs.TokenHash(token) }
-}
-func deadline(s int64) func(*v1alpha1.Task) {
-	return func(t *v1alpha1.Task) { t.Spec.StartingDeadlineSeconds = ptr.To(s) }
 }
 
 func known(ids ...string) map[string]bool {
@@ -86,7 +72,7 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "a suspended one-shot Task does not start its initial run",
-			task: task(neverReconciled, suspend), now: noon,
+			task: task(neverReconciled, testutil.Suspend(true)), now: noon,
 		},
 		{
 			name: "a run-now token present at creation is recorded without a run",
@@ -125,97 +111,97 @@ func TestPlanRuns(t *testing.T) {
 		},
 		{
 			name: "a run-now token stops the active run under Replace",
-			task: task(runNow("b"), concurrency(v1alpha1.ReplaceConcurrent)), known: known("0"), runs: []RunState{{ID: "0", Active: true}}, now: noon,
+			task: task(runNow("b"), testutil.Concurrency(v1alpha1.ReplaceConcurrent)), known: known("0"), runs: []RunState{{ID: "0", Active: true}}, now: noon,
 			want: Plan{Start: []NewRun{{ID: runs.RunNowID("b")}}, Replace: []string{"0"}, RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a run-now token overlaps the active run under Allow",
-			task: task(runNow("b"), concurrency(v1alpha1.AllowConcurrent)), known: known("0"), runs: []RunState{{ID: "0", Active: true}}, now: noon,
+			task: task(runNow("b"), testutil.Concurrency(v1alpha1.AllowConcurrent)), known: known("0"), runs: []RunState{{ID: "0", Active: true}}, now: noon,
 			want: Plan{Start: []NewRun{{ID: runs.RunNowID("b")}}, RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a run-now token runs while the Task is suspended",
-			task: task(runNow("b"), suspend), known: known("0"), runs: []RunState{{ID: "0", Active: false}}, now: noon,
+			task: task(runNow("b"), testutil.Suspend(true)), known: known("0"), runs: []RunState{{ID: "0", Active: false}}, now: noon,
 			want: Plan{Start: []NewRun{{ID: runs.RunNowID("b")}}, RunNowToken: runs.TokenHash("b")},
 		},
 		{
 			name: "a cron Task that never ran starts the slot due since its creation",
-			task: task(withSchedule("*/30 * * * *"), neverReconciled), now: noon.Add(2 * time.Second),
+			task: task(testutil.Schedule("*/30 * * * *"), neverReconciled), now: noon.Add(2 * time.Second),
 			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
 			name: "a cron Task never starts its initial one-shot run",
-			task: task(withSchedule("0 0 1 1 *"), neverReconciled), now: noon,
+			task: task(testutil.Schedule("0 0 1 1 *"), neverReconciled), now: noon,
 		},
 		{
 			name: "a cron Task whose last slot ran starts nothing before the next slot",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(29 * time.Minute),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(29 * time.Minute),
 		},
 		{
 			name: "a slot already started by a lost pass is not started again",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(time.Second),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(time.Second),
 		},
 		{
 			name: "after downtime only the newest missed slot starts",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast.Add(-5*time.Hour))), now: noon.Add(time.Minute),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast.Add(-5*time.Hour))), now: noon.Add(time.Minute),
 			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
 			name: "a slot past its starting deadline is skipped",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), deadline(30)), now: noon.Add(time.Minute),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), testutil.StartingDeadline(30)), now: noon.Add(time.Minute),
 			want: Plan{SkippedSlot: SkipTooLate},
 		},
 		{
 			name: "a slot within its starting deadline starts",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), deadline(120)), now: noon.Add(time.Minute),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), testutil.StartingDeadline(120)), now: noon.Add(time.Minute),
 			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
 			name: "a slot is skipped while a run is active under Forbid",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(halfPast)),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(halfPast)),
 			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: true}}, now: noon,
 			want: Plan{SkippedSlot: SkipForbidden},
 		},
 		{
 			name: "a paused run does not count as active under Forbid",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(halfPast)),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(halfPast)),
 			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: false}}, now: noon,
 			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
 			name: "a slot stops the active run under Replace",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), concurrency(v1alpha1.ReplaceConcurrent)), known: known(runs.ScheduledID(halfPast)),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), testutil.Concurrency(v1alpha1.ReplaceConcurrent)), known: known(runs.ScheduledID(halfPast)),
 			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: true}}, now: noon,
 			want: Plan{Start: []NewRun{slot(noonSlot)}, Replace: []string{runs.ScheduledID(halfPast)}},
 		},
 		{
 			name: "a slot overlaps the active run under Allow",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), concurrency(v1alpha1.AllowConcurrent)), known: known(runs.ScheduledID(halfPast)),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), testutil.Concurrency(v1alpha1.AllowConcurrent)), known: known(runs.ScheduledID(halfPast)),
 			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: true}}, now: noon,
 			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
 			name: "a suspended cron Task skips its slot",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), suspend), now: noon,
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), testutil.Suspend(true)), now: noon,
 			want: Plan{SkippedSlot: SkipSuspended},
 		},
 		{
 			name: "a slot that fell due before a spec edit was seen is skipped",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), edited), now: noon.Add(time.Minute),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), edited), now: noon.Add(time.Minute),
 			want: Plan{SkippedSlot: SkipEdited},
 		},
 		{
 			name: "a clock that went backwards starts nothing",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(-time.Hour),
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(noonSlot)), known: known(runs.ScheduledID(noonSlot)), now: noon.Add(-time.Hour),
 		},
 		{
 			name: "an @every schedule starts its first slot one period after creation",
-			task: task(withSchedule("@every 10m"), neverReconciled), now: created.Add(10 * time.Minute),
+			task: task(testutil.Schedule("@every 10m"), neverReconciled), now: created.Add(10 * time.Minute),
 			want: Plan{Start: []NewRun{slot(created.Add(10 * time.Minute))}},
 		},
 		{
 			name: "a cron Task takes run-now and its slot in one pass under Allow",
-			task: task(withSchedule("*/30 * * * *"), lastSchedule(halfPast), runNow("x"), concurrency(v1alpha1.AllowConcurrent)), now: noon,
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), runNow("x"), testutil.Concurrency(v1alpha1.AllowConcurrent)), now: noon,
 			want: Plan{Start: []NewRun{slot(noonSlot), {ID: runs.RunNowID("x")}}, RunNowToken: runs.TokenHash("x")},
 		},
 	}

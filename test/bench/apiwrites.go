@@ -1,15 +1,11 @@
 package main
 
 import (
-	"io"
-
 	"github.com/taskops/task-operator/test/harness"
 )
 
 // metrics is a parsed scrape (harness.ParseMetrics, on expfmt).
 type metrics = harness.Metrics
-
-func parseMetrics(r io.Reader) (metrics, error) { return harness.ParseMetrics(r) }
 
 // writeVerbs are the API server's request verbs that change something.
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}

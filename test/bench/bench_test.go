@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,7 +59,7 @@ process_resident_memory_bytes 4.2e+07
 `
 
 func TestParseMetrics(t *testing.T) {
-	m, err := parseMetrics(strings.NewReader(apiMetricsSample))
+	m, err := harness.ParseMetrics(strings.NewReader(apiMetricsSample))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestParseMetrics(t *testing.T) {
 
 func TestOperatorWritesFromMetrics(t *testing.T) {
 	parse := func(s string) metrics {
-		m, err := parseMetrics(strings.NewReader(s))
+		m, err := harness.ParseMetrics(strings.NewReader(s))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -119,7 +119,7 @@ func (c *cluster) apiMetrics(ctx context.Context) (metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scraping the API server's /metrics: %w", err)
 	}
-	return parseMetrics(bytes.NewReader(raw))
+	return harness.ParseMetrics(bytes.NewReader(raw))
 }
 
 func (c *cluster) serverVersion() string {

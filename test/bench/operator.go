@@ -98,7 +98,7 @@ func (op *operator) metrics(ctx context.Context) (metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scraping the operator's metrics: %w", err)
 	}
-	return parseMetrics(bytes.NewReader(body))
+	return harness.ParseMetrics(bytes.NewReader(body))
 }
 
 // memory is the operator's RSS and live Go heap in bytes. The heap profile

@@ -77,7 +77,7 @@ patches:
 	t.Logf("config/default with 2 replicas Available %s after the apply", harness.Secs(time.Since(start)))
 	pods := managerPods(t)
 	if len(pods) != 2 {
-		t.Fatalf("manager pods %v, want 2", podPhases(pods))
+		t.Fatalf("manager pods %v, want 2", harness.PodPhases(pods))
 	}
 	for _, p := range pods {
 		if img := p.Spec.Containers[0].Image; img != version.Image() {
@@ -138,7 +138,7 @@ func leaderPod(t *testing.T, pods []corev1.Pod) corev1.Pod {
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("holder %q, pods %v", holder, podPhases(pods))
+		return false, fmt.Sprintf("holder %q, pods %v", holder, harness.PodPhases(pods))
 	})
 	return found
 }
@@ -163,6 +163,6 @@ func undeploy(t *testing.T) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return false, err.Error()
 		}
-		return len(list.Items) == 0, fmt.Sprintf("pods %v", podPhases(list.Items))
+		return len(list.Items) == 0, fmt.Sprintf("pods %v", harness.PodPhases(list.Items))
 	})
 }

@@ -161,7 +161,7 @@ func TestKubeletKilledDuringAnAttempt(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning, fmt.Sprintf("pods %v", podPhases(pods))
+		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning, fmt.Sprintf("pods %v", harness.PodPhases(pods))
 	})
 	pid, _, err := env.cluster.ComponentPID("kubelet")
 	if err != nil {

@@ -13,9 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -74,8 +72,8 @@ func TestNamespaceDeletion(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			if !controllerHasFinalizer(task) || !ok(task, pods) {
-				notYet = append(notYet, fmt.Sprintf("%s(%s %v)", name, task.Status.Phase, podPhases(pods)))
+			if !harness.HasFinalizer(task) || !ok(task, pods) {
+				notYet = append(notYet, fmt.Sprintf("%s(%s %v)", name, task.Status.Phase, harness.PodPhases(pods)))
 			}
 		}
 		sort.Strings(notYet)
@@ -90,39 +88,14 @@ func TestNamespaceDeletion(t *testing.T) {
 	}
 	var tasksGone time.Duration
 	gone := eventually(t, 60*time.Second, "namespace "+ns+" to be deleted", func(ctx context.Context) (bool, string) {
-		var got corev1.Namespace
-		err := env.c.Get(ctx, types.NamespacedName{Name: ns}, &got)
-		if apierrors.IsNotFound(err) {
-			return true, ""
-		}
+		d, err := harness.ObserveNamespaceDeletion(ctx, env.c, ns)
 		if err != nil {
 			return false, err.Error()
 		}
-		var tasks v1alpha1.TaskList
-		if err := env.c.List(ctx, &tasks, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		withFinalizer := 0
-		for i := range tasks.Items {
-			if controllerHasFinalizer(&tasks.Items[i]) {
-				withFinalizer++
-			}
-		}
-		if len(tasks.Items) == 0 && tasksGone == 0 {
+		if d.Tasks == 0 && tasksGone == 0 {
 			tasksGone = time.Since(delStart)
 		}
-		var jobs batchv1.JobList
-		var pods corev1.PodList
-		_ = env.c.List(ctx, &jobs, client.InNamespace(ns))
-		_ = env.c.List(ctx, &pods, client.InNamespace(ns))
-		var conds []string
-		for _, c := range got.Status.Conditions {
-			if c.Status == corev1.ConditionTrue {
-				conds = append(conds, fmt.Sprintf("%s: %s", c.Type, c.Message))
-			}
-		}
-		return false, fmt.Sprintf("namespace %s; %d Tasks (%d with the finalizer), %d Jobs, %d pods; conditions %v",
-			got.Status.Phase, len(tasks.Items), withFinalizer, len(jobs.Items), len(pods.Items), conds)
+		return d.Gone, d.String()
 	})
 	t.Logf("namespace with 20 Tasks deleted in %s (its Tasks were gone after %s)", harness.Secs(gone), harness.Secs(tasksGone))
 }

@@ -52,7 +52,7 @@ func TestTaskSucceeds(t *testing.T) {
 	if len(st.History) != 1 || st.History[0].Result != v1alpha1.RunResultSucceeded || st.History[0].Attempts != 1 || st.History[0].RunID != "0" {
 		t.Errorf("history %+v, want one run 0 Succeeded after 1 attempt", st.History)
 	}
-	if !controllerHasFinalizer(task) {
+	if !harness.HasFinalizer(task) {
 		t.Errorf("finalizers %v, want %s", task.Finalizers, v1alpha1.Finalizer)
 	}
 
@@ -88,7 +88,7 @@ func TestTaskSucceeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(pods) != 1 || pods[0].Status.Phase != corev1.PodSucceeded {
-		t.Errorf("pods %v, want one Succeeded pod", podPhases(pods))
+		t.Errorf("pods %v, want one Succeeded pod", harness.PodPhases(pods))
 	}
 	if logs := kubectlTask(t, 30*time.Second, "logs", "hello", "-n", ns); !strings.Contains(logs, "hello from e2e as 65532:65532") {
 		t.Errorf("kubectl task logs hello printed %q, want the container's real output (run as 65532:65532)", logs)
@@ -211,7 +211,7 @@ func TestStartTimeout(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(pods) == 0, fmt.Sprintf("pods %v", podPhases(pods))
+		return len(pods) == 0, fmt.Sprintf("pods %v", harness.PodPhases(pods))
 	})
 	t.Logf("the stuck pod was gone %s after the Task failed", harness.Secs(gone))
 }
@@ -233,11 +233,11 @@ func TestDeleteTaskWithRunningJob(t *testing.T) {
 			return false, err.Error()
 		}
 		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning && task.Status.Phase == v1alpha1.PhaseRunning,
-			fmt.Sprintf("pods %v, Task phase %q", podPhases(pods), task.Status.Phase)
+			fmt.Sprintf("pods %v, Task phase %q", harness.PodPhases(pods), task.Status.Phase)
 	})
 	t.Logf("pod Running and Task phase Running %s after creation", harness.Secs(running))
 	task := mustGetTask(t, ns, "forever")
-	if !controllerHasFinalizer(task) {
+	if !harness.HasFinalizer(task) {
 		t.Fatalf("finalizers %v, want %s", task.Finalizers, v1alpha1.Finalizer)
 	}
 
@@ -266,7 +266,7 @@ func TestDeleteTaskWithRunningJob(t *testing.T) {
 			return false, err.Error()
 		}
 		return taskGone > 0 && len(jobs) == 0 && len(pods) == 0,
-			fmt.Sprintf("Task gone %v, %d Jobs, pods %v", taskGone > 0, len(jobs), podPhases(pods))
+			fmt.Sprintf("Task gone %v, %d Jobs, pods %v", taskGone > 0, len(jobs), harness.PodPhases(pods))
 	})
 	t.Logf("after the delete: Task gone in %s, Jobs in %s, pods in %s", harness.Secs(taskGone), harness.Secs(jobsGone), harness.Secs(all))
 }
@@ -298,7 +298,7 @@ func TestPodSecurityRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(pods) != 3 {
-		t.Errorf("pods %v, want 3 (one per replica)", podPhases(pods))
+		t.Errorf("pods %v, want 3 (one per replica)", harness.PodPhases(pods))
 	}
 	indexes := map[string]bool{}
 	for _, p := range pods {
@@ -334,10 +334,6 @@ func TestPodSecurityRestricted(t *testing.T) {
 		}
 	}
 }
-
-func controllerHasFinalizer(task *v1alpha1.Task) bool { return harness.HasFinalizer(task) }
-
-func podPhases(pods []corev1.Pod) []string { return harness.PodPhases(pods) }
 
 func keys[V any](m map[int]V) []int {
 	out := make([]int, 0, len(m))

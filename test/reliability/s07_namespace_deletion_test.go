@@ -13,7 +13,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,48 +109,25 @@ func TestS07NamespaceDeletion(t *testing.T) {
 		var deletionTS time.Time
 		var tasksGone time.Duration
 		gone := harness.Eventually(t, 60*time.Second, "namespace "+ns+" to be deleted", note(op), func(ctx context.Context) (bool, string) {
-			var got corev1.Namespace
-			err := s.c.Get(ctx, types.NamespacedName{Name: ns}, &got)
-			if apierrors.IsNotFound(err) {
-				if tasksGone == 0 {
-					tasksGone = time.Since(delStart)
-				}
-				return true, ""
-			}
+			d, err := harness.ObserveNamespaceDeletion(ctx, s.c, ns)
 			if err != nil {
 				return false, err.Error()
 			}
-			if got.DeletionTimestamp != nil {
-				deletionTS = got.DeletionTimestamp.Time
+			if d.Gone || d.Tasks == 0 {
+				if tasksGone == 0 {
+					tasksGone = time.Since(delStart)
+				}
+			}
+			if d.Gone {
+				return true, ""
+			}
+			if d.Namespace.DeletionTimestamp != nil {
+				deletionTS = d.Namespace.DeletionTimestamp.Time
 			}
 			if !podGC {
 				standInPodGC(ctx, ns, stoodIn)
 			}
-			var list v1alpha1.TaskList
-			if err := s.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-				return false, err.Error()
-			}
-			withFinalizer := 0
-			for i := range list.Items {
-				if harness.HasFinalizer(&list.Items[i]) {
-					withFinalizer++
-				}
-			}
-			if len(list.Items) == 0 && tasksGone == 0 {
-				tasksGone = time.Since(delStart)
-			}
-			var jobList batchv1.JobList
-			var pods corev1.PodList
-			_ = s.c.List(ctx, &jobList, client.InNamespace(ns))
-			_ = s.c.List(ctx, &pods, client.InNamespace(ns))
-			var conds []string
-			for _, c := range got.Status.Conditions {
-				if c.Status == corev1.ConditionTrue {
-					conds = append(conds, fmt.Sprintf("%s: %s", c.Type, c.Message))
-				}
-			}
-			return false, fmt.Sprintf("namespace %s; %d Tasks (%d with the finalizer), %d Jobs, %d pods; conditions %v",
-				got.Status.Phase, len(list.Items), withFinalizer, len(jobList.Items), len(pods.Items), conds)
+			return false, d.String()
 		})
 		seen := jobs.All(t)
 		if deletionTS.IsZero() {

@@ -16,9 +16,9 @@ import (
 	"github.com/taskops/task-operator/test/harness"
 )
 
-// Scenario 8, idle after all that (this file sorts last, so it runs after
-// the other scenarios and over what they left: the crash storm's finished
-// Tasks among others). Far-future cron Tasks and finished one-shot Tasks
+// Scenario 8, idle after the scenarios before it (go test runs the files
+// in name order), over what they left: the crash storm's finished Tasks
+// among others. Far-future cron Tasks and finished one-shot Tasks
 // are added; a fresh operator (no leader election, so no lease writes)
 // makes its first pass over everything, and once its write counter has
 // stood still for 15 s, its writes are counted over a window: the target is
