@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -43,11 +42,8 @@ of 60 characters unless --no-trunc.`,
 }
 
 func (a *app) history(ctx context.Context, c *clients, key types.NamespacedName, noTrunc bool) error {
-	task := &v1alpha1.Task{}
-	if err := c.ctrl.Get(ctx, key, task); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFoundError(key)
-		}
+	task, err := c.getTask(ctx, key)
+	if err != nil {
 		return err
 	}
 	if len(task.Status.History) == 0 {

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -68,11 +67,8 @@ followed at once until they end or the command is interrupted.`,
 }
 
 func (a *app) logs(ctx context.Context, c *clients, key types.NamespacedName, o logsOptions) error {
-	task := &v1alpha1.Task{}
-	if err := c.ctrl.Get(ctx, key, task); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFoundError(key)
-		}
+	task, err := c.getTask(ctx, key)
+	if err != nil {
 		return err
 	}
 	pods, job, err := podsOfNewestAttempt(ctx, c.kube, task)

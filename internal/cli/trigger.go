@@ -78,11 +78,8 @@ failed or was stopped.`,
 
 func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName, token string, wait bool, timeout time.Duration) error {
 	start := a.now()
-	task := &v1alpha1.Task{}
-	if err := c.ctrl.Get(ctx, key, task); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFoundError(key)
-		}
+	task, err := c.getTask(ctx, key)
+	if err != nil {
 		return err
 	}
 	if task.Status.ObservedGeneration == 0 {

@@ -184,3 +184,15 @@ func pause(ctx context.Context, d time.Duration) error {
 func notFoundError(key types.NamespacedName) error {
 	return fmt.Errorf("task %q not found in namespace %q", key.Name, key.Namespace)
 }
+
+// getTask reads a Task; a missing one is notFoundError.
+func (c *clients) getTask(ctx context.Context, key types.NamespacedName) (*v1alpha1.Task, error) {
+	task := &v1alpha1.Task{}
+	if err := c.ctrl.Get(ctx, key, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, notFoundError(key)
+		}
+		return nil, err
+	}
+	return task, nil
+}

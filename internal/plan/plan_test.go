@@ -139,7 +139,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "labels a Job lost are put back, even when the spec is a problem",
-			in: plan.Input{Task: task(testutil.Schedule("61 * * * *")), Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},
+			in:   plan.Input{Task: task(testutil.Schedule("61 * * * *")), Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},
 			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule,
 				Message: `spec.schedule: invalid minute field "61" in "61 * * * *": end of range (61) above maximum (59): 61`},
 				Relabel: map[string]map[string]string{"t-0-1": {"batch.taskops.io/run": "0"}}},

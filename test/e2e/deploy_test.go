@@ -43,7 +43,7 @@ func TestTheDeployedOperatorRunsTasksAndFailsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overlay := filepath.Join(env.root, "tmp", "e2e-deploy")
+	overlay := filepath.Join(env.ws.Root, "tmp", "e2e-deploy")
 	must(t, os.MkdirAll(overlay, 0o755))
 	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`# Written by test/e2e/deploy_test.go.
 apiVersion: kustomize.config.k8s.io/v1beta1

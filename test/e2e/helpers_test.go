@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,23 +117,7 @@ func newNamespace(t *testing.T, prefix string) string {
 // process runs (a test that runs the operator otherwise).
 func makeNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	name := prefix + "-" + harness.RandSuffix()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: harness.RestrictedLabels}}
-	if err := env.c.Create(ctxFor(t, 10*time.Second), ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			describeNamespace(t, name)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := env.c.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-			t.Logf("deleting namespace %s: %v", name, err)
-		}
-	})
-	return name
+	return harness.CreateNamespace(t, env.c, prefix, harness.RestrictedLabels, false, describeNamespace)
 }
 
 // describeNamespace logs the Tasks, Jobs, pods and events of a namespace.

@@ -9,13 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -23,15 +21,13 @@ import (
 var env *environment
 
 type environment struct {
-	root    string // repository root
-	dir     string // the cluster's state folder
+	ws      *harness.Workspace // E2E_CLUSTER_DIR, E2E_KEEP_CLUSTER, E2E_MANAGER_BINARY
 	cluster *harness.Cluster
 	c       client.WithWatch
 	op      *harness.Operator
 	plugin  string // the kubectl plugin, built from ./cmd/kubectl-task
 	// imageArchive is the release image the real node has (make image).
 	imageArchive string
-	keep         bool
 }
 
 func TestMain(m *testing.M) {
@@ -43,42 +39,21 @@ func logf(format string, args ...any) {
 }
 
 func runMain(m *testing.M) (code int) {
-	root := testutil.RepoRoot()
-	e := &environment{
-		root: root,
-		dir:  os.Getenv("E2E_CLUSTER_DIR"),
-		keep: os.Getenv("E2E_KEEP_CLUSTER") == "1",
-	}
-	if e.dir == "" {
-		e.dir = filepath.Join(root, "tmp", "e2e-cluster")
-	}
-	if abs, err := filepath.Abs(e.dir); err == nil {
-		e.dir = abs
-	}
-	tmp, err := os.MkdirTemp("", "task-operator-e2e-")
+	ws, err := harness.NewWorkspace("E2E", "e2e")
 	if err != nil {
 		logf("%v", err)
 		return 1
 	}
-
-	var once sync.Once
+	e := &environment{ws: ws}
 	teardown := func() {
-		once.Do(func() {
-			if e.op != nil {
-				if err := e.op.Stop(); err != nil {
-					logf("stopping the operator: %v", err)
-				}
+		if e.op != nil {
+			if err := e.op.Stop(); err != nil {
+				logf("stopping the operator: %v", err)
 			}
-			if e.keep {
-				if e.cluster != nil {
-					logf("E2E_KEEP_CLUSTER=1: the cluster keeps running; KUBECONFIG=%s; stop it with: hack/local-cluster.sh down --dir %s", e.cluster.Kubeconfig, e.dir)
-				}
-			} else if err := (&harness.Cluster{Root: e.root, Dir: e.dir}).Down(); err != nil {
-				logf("bringing the cluster down: %v", err)
-				code = 1
-			}
-			_ = os.RemoveAll(tmp)
-		})
+		}
+		if err := ws.Close(e.cluster, logf); err != nil {
+			code = 1
+		}
 	}
 	defer teardown()
 	harness.CleanupOnSignal(logf, teardown)
@@ -93,11 +68,11 @@ func runMain(m *testing.M) (code int) {
 	}
 
 	t0 := time.Now()
-	if err := e.setup(tmp); err != nil {
+	if err := e.setup(); err != nil {
 		logf("setup failed: %v", err)
 		return 1
 	}
-	logf("setup took %s (cluster in %s, operator log %s)", time.Since(t0).Round(time.Millisecond), e.dir, e.op.LogPath)
+	logf("setup took %s (cluster in %s, operator log %s)", time.Since(t0).Round(time.Millisecond), ws.Dir, e.op.LogPath)
 	env = e
 
 	code = m.Run()
@@ -113,13 +88,13 @@ func runMain(m *testing.M) (code int) {
 	return code
 }
 
-func (e *environment) setup(tmp string) error {
+func (e *environment) setup() error {
 	// A fresh cluster: `up` would reuse one left running by an earlier,
 	// aborted run, with its objects in it.
 	// A real node unless E2E_NODE (LOCAL_CLUSTER_NODE) says otherwise or
 	// the machine cannot run one: hack/local-cluster.sh then says why, and
 	// the tests whose pods must really run are skipped.
-	cluster, err := harness.StartCluster(harness.ClusterOptions{Dir: e.dir, Logf: logf, Node: os.Getenv("E2E_NODE")})
+	cluster, err := harness.StartCluster(harness.ClusterOptions{Dir: e.ws.Dir, Logf: logf, Node: os.Getenv("E2E_NODE")})
 	if err != nil {
 		return err
 	}
@@ -129,9 +104,9 @@ func (e *environment) setup(tmp string) error {
 		// and the deployment test runs its /manager.
 		archive := os.Getenv("E2E_IMAGE_ARCHIVE")
 		if archive == "" {
-			archive = filepath.Join(e.root, "bin", "image", "task-operator.tar")
+			archive = filepath.Join(e.ws.Root, "bin", "image", "task-operator.tar")
 			t := time.Now()
-			if out, err := exec.Command("make", "-C", e.root, "-s", "image").CombinedOutput(); err != nil {
+			if out, err := exec.Command("make", "-C", e.ws.Root, "-s", "image").CombinedOutput(); err != nil {
 				return fmt.Errorf("make image: %w\n%s", err, out)
 			}
 			logf("built the release image in %s", time.Since(t).Round(time.Millisecond))
@@ -143,21 +118,15 @@ func (e *environment) setup(tmp string) error {
 	} else {
 		logf("WARNING: node %q: pods are simulated, so every test whose pods must really run is SKIPPED", cluster.Node)
 	}
-	e.plugin = filepath.Join(tmp, "kubectl-task")
-	if err := harness.Build(e.root, "./cmd/kubectl-task", e.plugin); err != nil {
+	e.plugin = filepath.Join(e.ws.Tmp, "kubectl-task")
+	if err := harness.Build(e.ws.Root, "./cmd/kubectl-task", e.plugin); err != nil {
 		return err
 	}
-
-	bin := os.Getenv("E2E_MANAGER_BINARY")
-	if bin == "" {
-		bin = filepath.Join(tmp, "manager")
-		t := time.Now()
-		if err := harness.BuildManager(e.root, bin); err != nil {
-			return err
-		}
-		logf("built the manager in %s", time.Since(t).Round(time.Millisecond))
+	bin, err := e.ws.ManagerBinary(logf)
+	if err != nil {
+		return err
 	}
-	e.op = &harness.Operator{Bin: bin, Kubeconfig: cluster.Kubeconfig, LogPath: filepath.Join(e.dir, "operator.log"), Name: "e2e"}
+	e.op = &harness.Operator{Bin: bin, Kubeconfig: cluster.Kubeconfig, LogPath: filepath.Join(e.ws.Dir, "operator.log"), Name: "e2e"}
 	if err := os.WriteFile(e.op.LogPath, nil, 0o644); err != nil {
 		return err
 	}

@@ -80,7 +80,6 @@ func (v verdict) at(s stage) []problem {
 	return out
 }
 
-
 var (
 	headerNameRE = regexp.MustCompile(`^[!#$%&'*+.^_|~0-9A-Za-z-]+$`)
 	keyRE        = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)

@@ -50,16 +50,7 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 	d := deployment(t, objs)
 	mc := managerContainer(t, d)
 
-	env, err := testutil.NewEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = nil, false
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting the API server: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := startBareAPIServer(t)
 	c, err := client.New(cfg, client.Options{Scheme: testutil.Scheme()})
 	if err != nil {
 		t.Fatal(err)

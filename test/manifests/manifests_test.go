@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -673,20 +674,14 @@ func TestMetricsService(t *testing.T) {
 	}
 }
 
-// TestApplyToAPIServer applies the rendered config/default to a real
-// kube-apiserver: the Namespace for real, everything else with server-side
-// dry-run. Then it creates the RBAC objects for real and asks the API server
-// what the manager's ServiceAccount may do, and has PodSecurity admission
-// judge the manager's pod in the restricted namespace.
-func TestApplyToAPIServer(t *testing.T) {
-	objs := renderDefault(t)
-
+// startBareAPIServer starts a kube-apiserver + etcd (envtest) without the
+// CRD, stopped when the test ends.
+func startBareAPIServer(t *testing.T) *rest.Config {
+	t.Helper()
 	env, err := testutil.NewEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The CRD is one of the rendered objects: create it from the rendering,
-	// not from config/crd/bases.
 	env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = nil, false
 	cfg, err := env.Start()
 	if err != nil {
@@ -697,6 +692,20 @@ func TestApplyToAPIServer(t *testing.T) {
 			t.Errorf("stopping the API server: %v", err)
 		}
 	})
+	return cfg
+}
+
+// TestApplyToAPIServer applies the rendered config/default to a real
+// kube-apiserver: the Namespace for real, everything else with server-side
+// dry-run. Then it creates the RBAC objects for real and asks the API server
+// what the manager's ServiceAccount may do, and has PodSecurity admission
+// judge the manager's pod in the restricted namespace.
+func TestApplyToAPIServer(t *testing.T) {
+	objs := renderDefault(t)
+
+	// The CRD is one of the rendered objects: create it from the rendering,
+	// not from config/crd/bases.
+	cfg := startBareAPIServer(t)
 	cfg, warn := testutil.WarnOn(cfg)
 	c, err := client.New(cfg, client.Options{Scheme: testutil.Scheme()})
 	if err != nil {

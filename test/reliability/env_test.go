@@ -17,8 +17,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,26 +189,7 @@ func note(ops ...*harness.Operator) func() string {
 // of the test (when it failed, it is described first and kept).
 func (e *suite) newNamespace(t *testing.T, prefix string, keep bool) string {
 	t.Helper()
-	name := prefix + "-" + harness.RandSuffix()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: harness.RestrictedLabels}}
-	if err := e.c.Create(ctxFor(t, 10*time.Second), ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			e.describeNamespace(t, name)
-			return
-		}
-		if keep {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.c.Delete(ctx, ns); err != nil && !apierrors.IsNotFound(err) {
-			t.Logf("deleting namespace %s: %v", name, err)
-		}
-	})
-	return name
+	return harness.CreateNamespace(t, e.c, prefix, harness.RestrictedLabels, keep, e.describeNamespace)
 }
 
 // describeNamespace logs a summary of the Tasks, Jobs and events of a

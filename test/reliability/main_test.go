@@ -49,11 +49,13 @@ const operatorUser = "system:serviceaccount:" + operatorNamespace + ":" + servic
 var s *suite
 
 type suite struct {
-	root, dir string
-	cluster   *harness.Cluster
-	c         client.WithWatch
-	cs        kubernetes.Interface
-	bin       string
+	// ws: RELIABILITY_CLUSTER_DIR, RELIABILITY_KEEP_CLUSTER,
+	// RELIABILITY_MANAGER_BINARY.
+	ws      *harness.Workspace
+	cluster *harness.Cluster
+	c       client.WithWatch
+	cs      kubernetes.Interface
+	bin     string
 	// opKubeconfig holds the ServiceAccount's token: every operator of the
 	// suite runs with the generated RBAC only.
 	opKubeconfig string
@@ -62,7 +64,6 @@ type suite struct {
 	deployment *appsv1.Deployment
 	logsDir    string
 	fast       bool
-	keep       bool
 	seed       int64
 
 	mu      sync.Mutex
@@ -83,11 +84,13 @@ func logf(format string, args ...any) {
 
 func runMain(m *testing.M) (code int) {
 	flag.Parse()
-	root := testutil.RepoRoot()
+	ws, err := harness.NewWorkspace("RELIABILITY", "reliability")
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
 	e := &suite{
-		root: root,
-		dir:  os.Getenv("RELIABILITY_CLUSTER_DIR"),
-		keep: os.Getenv("RELIABILITY_KEEP_CLUSTER") == "1",
+		ws:   ws,
 		fast: os.Getenv("RELIABILITY_FAST") == "1" || testing.Short(),
 		seed: time.Now().UnixNano(),
 	}
@@ -100,32 +103,11 @@ func runMain(m *testing.M) (code int) {
 		e.seed = n
 	}
 	e.rng = rand.New(rand.NewSource(e.seed))
-	if e.dir == "" {
-		e.dir = filepath.Join(root, "tmp", "reliability-cluster")
-	}
-	if abs, err := filepath.Abs(e.dir); err == nil {
-		e.dir = abs
-	}
-	tmp, err := os.MkdirTemp("", "task-operator-reliability-")
-	if err != nil {
-		logf("%v", err)
-		return 1
-	}
-
-	var once sync.Once
 	teardown := func() {
-		once.Do(func() {
-			e.stopOperators()
-			if e.keep {
-				if e.cluster != nil {
-					logf("RELIABILITY_KEEP_CLUSTER=1: the cluster keeps running; KUBECONFIG=%s; stop it with: hack/local-cluster.sh down --dir %s", e.cluster.Kubeconfig, e.dir)
-				}
-			} else if err := (&harness.Cluster{Root: e.root, Dir: e.dir}).Down(); err != nil {
-				logf("bringing the cluster down: %v", err)
-				code = 1
-			}
-			_ = os.RemoveAll(tmp)
-		})
+		e.stopOperators()
+		if err := ws.Close(e.cluster, logf); err != nil {
+			code = 1
+		}
 	}
 	defer teardown()
 	harness.CleanupOnSignal(logf, teardown)
@@ -136,11 +118,11 @@ func runMain(m *testing.M) (code int) {
 	}
 	logf("mode: %s; seed %d (RELIABILITY_SEED=%d repeats the random moments)", mode, e.seed, e.seed)
 	t0 := time.Now()
-	if err := e.setup(tmp); err != nil {
+	if err := e.setup(); err != nil {
 		logf("setup failed: %v", err)
 		return 1
 	}
-	logf("setup took %s (cluster in %s, operator logs in %s)", time.Since(t0).Round(time.Millisecond), e.dir, e.logsDir)
+	logf("setup took %s (cluster in %s, operator logs in %s)", time.Since(t0).Round(time.Millisecond), ws.Dir, e.logsDir)
 	s = e
 
 	code = m.Run()
@@ -168,14 +150,14 @@ func runMain(m *testing.M) (code int) {
 	return code
 }
 
-func (e *suite) setup(tmp string) error {
+func (e *suite) setup() error {
 	reuse := os.Getenv("RELIABILITY_REUSE_CLUSTER") == "1"
 	// The Job controller's client limits are raised so it is not what the
 	// scenarios measure (hundreds of Jobs start and finish in minutes).
 	// A kwok node: the scenarios run hundreds of pods at a time and pick
 	// their outcomes with simulation annotations (hack/kwok/README.md).
 	cluster, err := harness.StartCluster(harness.ClusterOptions{
-		Dir: e.dir, Reuse: reuse, Logf: logf, Node: "kwok",
+		Dir: e.ws.Dir, Reuse: reuse, Logf: logf, Node: "kwok",
 		Env: []string{"KCM_QPS=" + envOr("KCM_QPS", "100"), "KCM_BURST=" + envOr("KCM_BURST", "200")},
 	})
 	if err != nil {
@@ -186,7 +168,7 @@ func (e *suite) setup(tmp string) error {
 		return err
 	}
 	// This run's operator logs only.
-	e.logsDir = filepath.Join(e.dir, "operators")
+	e.logsDir = filepath.Join(e.ws.Dir, "operators")
 	if err := os.RemoveAll(e.logsDir); err != nil {
 		return err
 	}
@@ -194,14 +176,8 @@ func (e *suite) setup(tmp string) error {
 		return err
 	}
 
-	e.bin = os.Getenv("RELIABILITY_MANAGER_BINARY")
-	if e.bin == "" {
-		e.bin = filepath.Join(tmp, "manager")
-		t := time.Now()
-		if err := harness.BuildManager(e.root, e.bin); err != nil {
-			return err
-		}
-		logf("built the manager in %s", time.Since(t).Round(time.Millisecond))
+	if e.bin, err = e.ws.ManagerBinary(logf); err != nil {
+		return err
 	}
 	if err := e.installRBAC(); err != nil {
 		return err
@@ -224,7 +200,7 @@ func envOr(k, def string) string {
 func (e *suite) installRBAC() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, e.cluster.Kubectl, "kustomize", filepath.Join(e.root, "config", "default")).Output()
+	out, err := exec.CommandContext(ctx, e.cluster.Kubectl, "kustomize", filepath.Join(e.ws.Root, "config", "default")).Output()
 	if err != nil {
 		return fmt.Errorf("kubectl kustomize config/default: %w", err)
 	}
@@ -297,7 +273,7 @@ func (e *suite) operatorKubeconfig() error {
 	kc.AuthInfos["manager"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	kc.Contexts["manager"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "manager", Namespace: operatorNamespace}
 	kc.CurrentContext = "manager"
-	e.opKubeconfig = filepath.Join(e.dir, "operator.kubeconfig")
+	e.opKubeconfig = filepath.Join(e.ws.Dir, "operator.kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, e.opKubeconfig); err != nil {
 		return err
 	}
