@@ -1,6 +1,7 @@
 // Package runs turns the child Jobs of a Task into the runs and attempts they
-// record. It is pure: everything the operator decides starts from this view,
-// which is why status can always be rebuilt from the Jobs that exist.
+// record (runs.go), and holds the run-id grammar (ids.go). It is pure:
+// everything the operator decides starts from this view, which is why
+// status can always be rebuilt from the Jobs that exist.
 package runs
 
 import (

@@ -1,6 +1,16 @@
-// Package testutil holds what the integration tests share: a real
-// kube-apiserver + etcd (envtest) built from pinned modules, and a stand-in
-// for the Job controller, which envtest does not run.
+// Package testutil holds what every test of the project shares:
+//
+//   - envtest.go: a real kube-apiserver + etcd (envtest) built from pinned
+//     modules, the scheme, and the repository root;
+//   - jobcontroller.go: a stand-in for the Job controller and the kubelet,
+//     which envtest does not run (Jobs completed, failed, pods with exit
+//     codes);
+//   - builders.go: the one set of test builders (Tasks from options, runs
+//     as Kueue-style wrappers) and a Task's kstatus verdict;
+//   - warnings.go: the API server's warnings, collected.
+//
+// The end-to-end suites add test/harness on top (the local cluster, the
+// manager as a process, observers).
 package testutil
 
 import (
