@@ -36,6 +36,8 @@
 //     write, the lease check;
 //   - pass.go: what one pass carries from stage to stage;
 //   - observe.go, missing.go, act.go, outputs.go, report.go: the stages;
+//   - pods.go: reading an attempt's pods (the operator caches none) and
+//     what they said;
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;
 //   - setup.go: the controller, its watches and the Job index; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.

@@ -2,12 +2,7 @@ package reconciler
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/status"
 )
@@ -42,64 +37,6 @@ func capturedOutput(rs []runs.Run, jobName string) string {
 			if a.JobName == jobName {
 				return a.Output
 			}
-		}
-	}
-	return ""
-}
-
-// podOutput summarises the finished pods of an attempt: for a failed pod
-// its exit code and termination message (which, with
-// FallbackToLogsOnError, is the tail of its log when it wrote none); for a
-// succeeded one its termination message.
-func podOutput(pods []corev1.Pod) string {
-	var best *corev1.ContainerStateTerminated
-	var bestPod string
-	for i := range pods {
-		for _, cs := range pods[i].Status.ContainerStatuses {
-			t := cs.State.Terminated
-			if cs.Name != jobs.ContainerName || t == nil {
-				continue
-			}
-			// A failed pod says more than a succeeded one.
-			if best == nil || (best.ExitCode == 0 && t.ExitCode != 0) {
-				best, bestPod = t, pods[i].Name
-			}
-		}
-	}
-	if best == nil {
-		return ""
-	}
-	msg := strings.TrimSpace(best.Message)
-	if best.ExitCode == 0 {
-		return msg
-	}
-	head := "pod " + bestPod + " exited with code " + strconv.Itoa(int(best.ExitCode))
-	if best.Reason != "" && best.Reason != "Error" {
-		head += " (" + best.Reason + ")"
-	}
-	if msg == "" {
-		return head
-	}
-	return head + ": " + msg
-}
-
-// logTail is the log tail of the first pod whose task container still runs
-// (or ran), or "" when there is none, no PodLogs, or the read fails (the
-// pod may be gone already: best effort).
-func (p *pass) logTail(ctx context.Context, pods []corev1.Pod) string {
-	if p.r.Logs == nil {
-		return ""
-	}
-	for i := range pods {
-		for _, cs := range pods[i].Status.ContainerStatuses {
-			if cs.Name != jobs.ContainerName || (cs.State.Running == nil && cs.State.Terminated == nil) {
-				continue
-			}
-			text, err := p.r.Logs.Tail(ctx, pods[i].Namespace, pods[i].Name, jobs.ContainerName, status.MaxMessage)
-			if text = strings.TrimSpace(text); err != nil || text == "" {
-				continue
-			}
-			return "pod " + pods[i].Name + " was stopped while running; its last output: " + text
 		}
 	}
 	return ""

@@ -1,0 +1,132 @@
+package reconciler
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/retry"
+	"github.com/taskops/task-operator/internal/status"
+)
+
+// Reading pods. The operator caches no pods (a cluster has many more than
+// Tasks): it lists the pods of one attempt from the API server, and only
+// when a decision or the status needs them: the start timeout (stage 1),
+// the output of an attempt being failed for its deadline (stage 1), and
+// the output of a newly finished attempt (stage 4).
+
+// listPods reads the pods of one attempt straight from the API server: the
+// operator caches no pods, and reads them only for the start timeout and
+// for the output of a finished attempt.
+func (r *TaskReconciler) listPods(ctx context.Context, task *v1alpha1.Task, jobName string) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	err := r.APIReader.List(ctx, &list, ctrl.InNamespace(task.Namespace),
+		ctrl.MatchingLabels{batchv1.JobNameLabel: jobName, v1alpha1.LabelTask: task.Name})
+	return list.Items, err
+}
+
+// podStarts reduces pods to what the start timeout needs.
+func podStarts(pods []corev1.Pod) []retry.PodStart {
+	out := make([]retry.PodStart, 0, len(pods))
+	for _, pod := range pods {
+		ps := retry.PodStart{Name: pod.Name, Created: pod.CreationTimestamp.Time}
+		switch pod.Status.Phase {
+		case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
+			ps.Started = true
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				ps.WaitingReason, ps.WaitingMessage = corev1.PodReasonUnschedulable, c.Message
+			}
+		}
+		for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+				ps.WaitingReason, ps.WaitingMessage = w.Reason, w.Message
+				break
+			}
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// deadlineOutput is what the pods of an attempt the Job controller is
+// failing for its deadline printed. The Job controller deletes such pods
+// first and marks the Job Failed only once they are gone (Kubernetes
+// 1.31+), so by the time the attempt counts as failed there is no pod left
+// to read; while the Job has its FailureTarget condition they are still
+// terminating. The plan keeps what they said on the Job
+// (v1alpha1.AnnotationOutput), where later passes find it, also after a
+// restart: one read and one Job patch per such attempt, once. "" when they
+// printed nothing or are gone already: the Job's message will do.
+func (p *pass) deadlineOutput(ctx context.Context, pods []corev1.Pod) string {
+	out := podOutput(pods)
+	if out == "" {
+		out = p.logTail(ctx, pods)
+	}
+	return status.Tail(out, status.MaxMessage)
+}
+
+// podOutput summarises the finished pods of an attempt: for a failed pod
+// its exit code and termination message (which, with
+// FallbackToLogsOnError, is the tail of its log when it wrote none); for a
+// succeeded one its termination message.
+func podOutput(pods []corev1.Pod) string {
+	var best *corev1.ContainerStateTerminated
+	var bestPod string
+	for i := range pods {
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			t := cs.State.Terminated
+			if cs.Name != jobs.ContainerName || t == nil {
+				continue
+			}
+			// A failed pod says more than a succeeded one.
+			if best == nil || (best.ExitCode == 0 && t.ExitCode != 0) {
+				best, bestPod = t, pods[i].Name
+			}
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	msg := strings.TrimSpace(best.Message)
+	if best.ExitCode == 0 {
+		return msg
+	}
+	head := "pod " + bestPod + " exited with code " + strconv.Itoa(int(best.ExitCode))
+	if best.Reason != "" && best.Reason != "Error" {
+		head += " (" + best.Reason + ")"
+	}
+	if msg == "" {
+		return head
+	}
+	return head + ": " + msg
+}
+
+// logTail is the log tail of the first pod whose task container still runs
+// (or ran), or "" when there is none, no PodLogs, or the read fails (the
+// pod may be gone already: best effort).
+func (p *pass) logTail(ctx context.Context, pods []corev1.Pod) string {
+	if p.r.Logs == nil {
+		return ""
+	}
+	for i := range pods {
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			if cs.Name != jobs.ContainerName || (cs.State.Running == nil && cs.State.Terminated == nil) {
+				continue
+			}
+			text, err := p.r.Logs.Tail(ctx, pods[i].Namespace, pods[i].Name, jobs.ContainerName, status.MaxMessage)
+			if text = strings.TrimSpace(text); err != nil || text == "" {
+				continue
+			}
+			return "pod " + pods[i].Name + " was stopped while running; its last output: " + text
+		}
+	}
+	return ""
+}
