@@ -8,6 +8,11 @@ const (
 	ConditionFailed      = "Failed"
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+	// ConditionFinished is True once the newest run has ended, whichever
+	// way (its reason says how), False while a run is pending, running or
+	// retrying: `kubectl wait --for=condition=Finished` returns on either
+	// outcome.
+	ConditionFinished = "Finished"
 )
 
 // Reason is a stable, CamelCase condition or event reason.
@@ -35,6 +40,8 @@ const (
 	ReasonNotRetryable     Reason = "NotRetryable"
 	ReasonInvalidSpec      Reason = "InvalidSpec"
 	ReasonInvalidSchedule  Reason = "InvalidSchedule"
+	// ReasonCancelled: the run was stopped by a cancel token.
+	ReasonCancelled Reason = "Cancelled"
 
 	// ReasonNotFailed is the reason of Failed=False and Stalled=False.
 	ReasonNotFailed Reason = "NotFailed"
@@ -55,6 +62,8 @@ const (
 	AttemptNotRetryable Reason = "NotRetryable"
 	// AttemptReplaced: stopped because a newer run replaced it (Replace policy).
 	AttemptReplaced Reason = "Replaced"
+	// AttemptCancelled: the operator stopped the attempt for a cancel token.
+	AttemptCancelled Reason = "Cancelled"
 	// AttemptJobFailed: the Job failed for a reason the operator does not know.
 	AttemptJobFailed Reason = "JobFailed"
 	// AttemptJobDeleted: the attempt's Job was deleted (by someone other
@@ -72,6 +81,7 @@ const (
 	EventRunSucceeded    Reason = "RunSucceeded"
 	EventRunFailed       Reason = "RunFailed"
 	EventRunNowAccepted  Reason = "RunNowAccepted"
+	EventRunCancelled    Reason = "RunCancelled"
 	EventInvalidSpec     Reason = "InvalidSpec"
 	EventInvalidSchedule Reason = "InvalidSchedule"
 	EventMissedSchedules Reason = "MissedSchedules"

@@ -19,6 +19,13 @@ const (
 
 	// AnnotationRunNow starts one run for each new value a user sets.
 	AnnotationRunNow = "batch.taskops.io/run-now"
+	// AnnotationCancel stops every unfinished run for each new value a user
+	// sets (result Cancelled, no retry).
+	AnnotationCancel = "batch.taskops.io/cancel"
+	// AnnotationCancelToken records on a Job the operator stopped for a
+	// cancel the hash of that cancel token, so a consumed token stays
+	// consumed even if the status write of that pass is lost.
+	AnnotationCancelToken = "batch.taskops.io/cancel-token"
 
 	// AnnotationStopReason and AnnotationStopTime record why and when the
 	// operator stopped (suspended) an attempt's Job.

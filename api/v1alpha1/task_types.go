@@ -418,7 +418,7 @@ const (
 )
 
 // RunResult is how a run ended.
-// +kubebuilder:validation:Enum=Running;Succeeded;Failed;Stopped
+// +kubebuilder:validation:Enum=Running;Succeeded;Failed;Stopped;Cancelled
 type RunResult string
 
 const (
@@ -430,7 +430,62 @@ const (
 	RunResultFailed RunResult = "Failed"
 	// RunResultStopped: the run was stopped (replaced) before it finished.
 	RunResultStopped RunResult = "Stopped"
+	// RunResultCancelled: a cancel token stopped the run; it is not retried.
+	RunResultCancelled RunResult = "Cancelled"
 )
+
+// AttemptResult is how an attempt ended.
+// +kubebuilder:validation:Enum=Succeeded;Failed;Stopped
+type AttemptResult string
+
+const (
+	// AttemptResultSucceeded: the attempt's Job completed.
+	AttemptResultSucceeded AttemptResult = "Succeeded"
+	// AttemptResultFailed: the attempt's Job failed (or was deleted).
+	AttemptResultFailed AttemptResult = "Failed"
+	// AttemptResultStopped: the operator stopped the attempt (start
+	// timeout, replaced, cancelled).
+	AttemptResultStopped AttemptResult = "Stopped"
+)
+
+// AttemptRecord is what the status keeps of one attempt of the newest run,
+// so it survives the pruning of its Job.
+type AttemptRecord struct {
+	// Attempt is the attempt's number in its run, from 1.
+	Attempt int32 `json:"attempt"`
+
+	// JobName is the attempt's Job (it may be gone).
+	// +kubebuilder:validation:MaxLength=63
+	JobName string `json:"jobName"`
+
+	// StartTime is when the attempt's Job was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the attempt ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Result is how the attempt ended; empty while it runs.
+	// +optional
+	Result AttemptResult `json:"result,omitempty"`
+
+	// Reason says why a failed or stopped attempt ended (PodFailed,
+	// DeadlineExceeded, StartTimeout, JobDeleted, Replaced, Cancelled, ...).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason Reason `json:"reason,omitempty"`
+
+	// ExitCode is the exit code of the attempt's task container, when a
+	// pod of it terminated (the failed one, if any failed).
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+
+	// Message is the tail of what the attempt said.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Message string `json:"message,omitempty"`
+}
 
 // TaskStatus is what the operator observed of a Task's runs.
 type TaskStatus struct {
@@ -492,6 +547,11 @@ type TaskStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	LastRunNowToken string `json:"lastRunNowToken,omitempty"`
 
+	// LastCancelToken is the sha256 (hex) of the last consumed cancel token.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastCancelToken string `json:"lastCancelToken,omitempty"`
+
 	// LastError is the reason of the last failed attempt plus the tail of its
 	// output.
 	// +optional
@@ -510,6 +570,14 @@ type TaskStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10
 	History []RunRecord `json:"history,omitempty"`
+
+	// AttemptRecords lists the attempts of the newest run (currentRun),
+	// newest first: each attempt's Job, times, result, reason, exit code and
+	// message, kept after its Job is pruned.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	AttemptRecords []AttemptRecord `json:"attemptRecords,omitempty"`
 
 	// ObservedGeneration is the generation this status was computed from.
 	// +optional
@@ -552,7 +620,8 @@ type RunRecord struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
 	// Reason says, as a CamelCase word, how the run ended: Succeeded,
-	// RetriesExhausted, NotRetryable or Replaced; empty while it runs.
+	// RetriesExhausted, NotRetryable, Replaced or Cancelled; empty while it
+	// runs.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason Reason `json:"reason,omitempty"`

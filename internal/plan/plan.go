@@ -7,6 +7,7 @@
 // reconciler only carries the plan out.
 //
 //   - plan.go: Input, Plan and Decide, the decision in the order it is made;
+//   - cancel.go: the cancel token and the runs it stops;
 //   - prune.go: the history limits, and the TTL of a finished Task.
 package plan
 
@@ -80,8 +81,12 @@ type Plan struct {
 	Problem *status.Problem
 	// Relabel: labels to put back, by Job name.
 	Relabel map[string]map[string]string
-	// Stop: attempts past their start timeout, then runs Replace stops.
+	// Stop: attempts past their start timeout, runs a cancel token stops,
+	// then runs Replace stops.
 	Stop []Stop
+	// CancelToken is the cancel token hash the status records as consumed
+	// (status.lastCancelToken); empty leaves the status as it is.
+	CancelToken string
 	// Capture: outputs to keep on the Jobs being failed for their deadline
 	// (v1alpha1.AnnotationOutput), by Job name.
 	Capture map[string]string
@@ -143,7 +148,19 @@ func Decide(in Input) Plan {
 		a.Stop(v1alpha1.AttemptStartTimeout, check.Message, stamp)
 	}
 
-	// 2. Outputs of attempts being failed for their deadline are kept.
+	// 2. A new cancel token stops every unfinished run; the scheduler then
+	// sees them finished, so a run-now in the same pass starts anew.
+	if hash, cancels := cancelToken(task, rs); hash != "" {
+		p.CancelToken = hash
+		if cancels {
+			for _, s := range cancelRuns(task, rs, retry.Steps(&task.Spec, rs, now)) {
+				p.Stop = append(p.Stop, s)
+				runs.Find(rs, s.RunID).Latest().Stop(s.Reason, s.Message, stamp)
+			}
+		}
+	}
+
+	// 3. Outputs of attempts being failed for their deadline are kept.
 	for i := range rs {
 		a := rs[i].Latest()
 		if out := in.Captured[a.JobName]; out != "" && a.Phase == runs.Active {
@@ -155,7 +172,7 @@ func Decide(in Input) Plan {
 		}
 	}
 
-	// 3. Each run's next step, and which new runs start (or replace).
+	// 4. Each run's next step, and which new runs start (or replace).
 	steps := retry.Steps(&task.Spec, rs, now)
 	p.Schedule = scheduler.PlanRuns(scheduler.Input{
 		Task: task, Known: knownRuns(task, rs), Runs: runStates(rs, steps), ConsumedTokens: consumedTokens(rs),
@@ -187,7 +204,7 @@ func Decide(in Input) Plan {
 		})
 	}
 
-	// 4. From the runs as the pass leaves them: retries to wait for, the
+	// 5. From the runs as the pass leaves them: retries to wait for, the
 	// next slot, the history limits, the TTL.
 	steps = retry.Steps(&task.Spec, rs, now)
 	for _, s := range steps {

@@ -215,3 +215,66 @@ func TestDecideLeavesItsInputAsItIs(t *testing.T) {
 		t.Error("Decide changed the observed runs")
 	}
 }
+
+func TestACancelTokenStopsEveryUnfinishedRun(t *testing.T) {
+	const cancel = "batch.taskops.io/cancel"
+	seen := v1alpha1.TaskStatus{ObservedGeneration: 1}
+	running := testutil.MakeRun("0").Started(ago(time.Minute)).Obj()
+	backoff := testutil.MakeRun(runs.RunNowID("a")).Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()
+	done := testutil.MakeRun(runs.RunNowID("b")).Succeeded(ago(time.Hour), ago(time.Hour)).Obj()
+	stop := func(id string) plan.Stop {
+		return plan.Stop{RunID: id, Attempt: 1, Reason: v1alpha1.AttemptCancelled, Message: "a new batch.taskops.io/cancel token"}
+	}
+	tests := []struct {
+		name string
+		in   plan.Input
+		want plan.Plan
+	}{
+		{
+			name: "a running run and one waiting out its backoff are stopped; a finished one is left",
+			in: plan.Input{Task: task(testutil.Concurrency(v1alpha1.AllowConcurrent), testutil.Annotation(cancel, "c1"), testutil.Status(seen)),
+				Runs: []runs.Run{done, running, backoff}},
+			// Two cancelled runs, one over failedRunsHistoryLimit (1): pruned
+			// once the status records them.
+			want: plan.Plan{Stop: []plan.Stop{stop("0"), stop(runs.RunNowID("a"))}, CancelToken: runs.TokenHash("c1"), Wake: now.Add(time.Second)},
+		},
+		{
+			name: "a token already consumed does nothing",
+			in: plan.Input{Task: task(testutil.Annotation(cancel, "c1"),
+				testutil.Status(v1alpha1.TaskStatus{ObservedGeneration: 1, LastCancelToken: runs.TokenHash("c1")})),
+				Runs: []runs.Run{running}},
+			want: plan.Plan{},
+		},
+		{
+			name: "a token present at creation is only recorded",
+			in:   plan.Input{Task: task(testutil.Annotation(cancel, "c1"))},
+			want: plan.Plan{Start: []plan.Start{{RunID: runs.OneShot, Attempt: 1}}, CancelToken: runs.TokenHash("c1")},
+		},
+		{
+			name: "a token a stopped Job records (a lost status write) is only recorded",
+			in: plan.Input{Task: task(testutil.Annotation(cancel, "c1"), testutil.Status(seen)), Runs: []runs.Run{func() runs.Run {
+				r := testutil.MakeRun("0").Stopped(ago(time.Minute), ago(time.Second), v1alpha1.AttemptCancelled, "x").Obj()
+				r.Latest().CancelToken = runs.TokenHash("c1")
+				return r
+			}()}},
+			want: plan.Plan{CancelToken: runs.TokenHash("c1")},
+		},
+		{
+			name: "a cancel and a run-now in the same pass: the run is cancelled, then the new one starts (Forbid)",
+			in: plan.Input{Task: task(testutil.Annotation(cancel, "c1"), testutil.Annotation("batch.taskops.io/run-now", "r1"), testutil.Status(seen)),
+				Runs: []runs.Run{running}},
+			want: plan.Plan{Stop: []plan.Stop{stop("0")}, CancelToken: runs.TokenHash("c1"),
+				Start: []plan.Start{{RunID: runs.RunNowID("r1"), Attempt: 1}}, RunNowToken: runs.TokenHash("r1")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.Now = now
+			got := plan.Decide(tt.in)
+			got.Schedule = tt.want.Schedule
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decide:\n got  %+v\n want %+v", got, tt.want)
+			}
+		})
+	}
+}

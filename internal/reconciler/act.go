@@ -142,6 +142,10 @@ func (p *pass) stopAttempt(ctx context.Context, s plan.Stop) error {
 		v1alpha1.AnnotationStopTime:    stamp.Format(time.RFC3339),
 		v1alpha1.AnnotationStopMessage: status.Head(s.Message, status.MaxMessage),
 	}}}
+	if s.Reason == v1alpha1.AttemptCancelled && p.plan.CancelToken != "" {
+		patch["metadata"].(map[string]any)["annotations"].(map[string]string)[v1alpha1.AnnotationCancelToken] = p.plan.CancelToken
+		a.CancelToken = p.plan.CancelToken
+	}
 	if a.Phase == runs.Active {
 		patch["spec"] = map[string]any{"suspend": true}
 	}

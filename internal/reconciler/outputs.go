@@ -13,17 +13,17 @@ import (
 // An attempt whose Job kept its output (deadline, see deadlineOutput) is
 // not read again either: its pods are gone.
 func (p *pass) readOutputs(ctx context.Context) error {
-	p.outputs = map[string]string{}
+	p.outputs = map[string]status.Output{}
 	for _, name := range status.OutputsToRead(p.task, p.runs, p.now) {
 		if out := capturedOutput(p.runs, name); out != "" {
-			p.outputs[name] = out
+			p.outputs[name] = status.Output{Text: out}
 			continue
 		}
 		pods, err := p.r.listPods(ctx, p.task, name)
 		if err != nil {
 			return err
 		}
-		if out := podOutput(pods); out != "" {
+		if out := podOutput(pods); out.Text != "" || out.ExitCode != nil {
 			p.outputs[name] = out
 		}
 	}

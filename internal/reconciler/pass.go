@@ -30,7 +30,7 @@ type pass struct {
 	// created counts the Jobs this pass created (not found existing).
 	created int
 	// outputs holds what the pods of finished attempts said, by Job name.
-	outputs map[string]string
+	outputs map[string]status.Output
 }
 
 // problem is why the spec cannot be acted on, if it cannot.
@@ -45,6 +45,7 @@ func (p *pass) problem() *status.Problem {
 // and did.
 func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	return status.Compute(status.Input{
-		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, Problem: p.problem(), Now: p.now,
+		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
+		Problem: p.problem(), Now: p.now,
 	})
 }

@@ -66,18 +66,19 @@ func podStarts(pods []corev1.Pod) []retry.PodStart {
 // restart: one read and one Job patch per such attempt, once. "" when they
 // printed nothing or are gone already: the Job's message will do.
 func (p *pass) deadlineOutput(ctx context.Context, pods []corev1.Pod) string {
-	out := podOutput(pods)
+	out := podOutput(pods).Text
 	if out == "" {
 		out = p.logTail(ctx, pods)
 	}
 	return status.Tail(out, status.MaxMessage)
 }
 
-// podOutput summarises the finished pods of an attempt: for a failed pod
-// its exit code and termination message (which, with
+// podOutput summarises the finished pods of an attempt, and gives the task
+// container's exit code: for a failed pod its exit code and termination
+// message (which, with
 // FallbackToLogsOnError, is the tail of its log when it wrote none); for a
 // succeeded one its termination message.
-func podOutput(pods []corev1.Pod) string {
+func podOutput(pods []corev1.Pod) status.Output {
 	var best *corev1.ContainerStateTerminated
 	var bestPod string
 	for i := range pods {
@@ -93,20 +94,23 @@ func podOutput(pods []corev1.Pod) string {
 		}
 	}
 	if best == nil {
-		return ""
+		return status.Output{}
 	}
+	out := status.Output{ExitCode: &best.ExitCode}
 	msg := strings.TrimSpace(best.Message)
 	if best.ExitCode == 0 {
-		return msg
+		out.Text = msg
+		return out
 	}
 	head := "pod " + bestPod + " exited with code " + strconv.Itoa(int(best.ExitCode))
 	if best.Reason != "" && best.Reason != "Error" {
 		head += " (" + best.Reason + ")"
 	}
-	if msg == "" {
-		return head
+	out.Text = head
+	if msg != "" {
+		out.Text += ": " + msg
 	}
-	return head + ": " + msg
+	return out
 }
 
 // logTail is the log tail of the first pod whose task container still runs

@@ -51,6 +51,8 @@ func (p *pass) reportTransitions() {
 			r.event(task, nil, eventNormal, v1alpha1.EventRunSucceeded, "FinishRun", fmt.Sprintf("run %s %s", h.RunID, h.Message))
 		case v1alpha1.RunResultFailed:
 			r.event(task, nil, eventWarning, v1alpha1.EventRunFailed, "FinishRun", fmt.Sprintf("run %s failed for good: %s", h.RunID, h.Message))
+		case v1alpha1.RunResultCancelled:
+			r.event(task, nil, eventNormal, v1alpha1.EventRunCancelled, "CancelRun", fmt.Sprintf("run %s cancelled: %s", h.RunID, h.Message))
 		}
 	}
 	if st.LastError != "" && st.LastError != old.LastError {

@@ -27,6 +27,8 @@ const (
 	Failed Kind = "Failed"
 	// Stopped: the run was stopped (replaced by a newer run) at Step.At.
 	Stopped Kind = "Stopped"
+	// Cancelled: a cancel token stopped the run at Step.At; no retry.
+	Cancelled Kind = "Cancelled"
 )
 
 // Step is the next step of one run.
@@ -46,7 +48,7 @@ type Step struct {
 
 // Finished reports whether the run is over.
 func (s Step) Finished() bool {
-	return s.Kind == Succeeded || s.Kind == Failed || s.Kind == Stopped
+	return s.Kind == Succeeded || s.Kind == Failed || s.Kind == Stopped || s.Kind == Cancelled
 }
 
 // Active reports whether the run counts as active for concurrency: running,
@@ -69,9 +71,13 @@ func Next(run *runs.Run, p Policy, paused bool, now time.Time) Step {
 	case runs.Succeeded:
 		return Step{Kind: Succeeded, Attempt: last.Number, At: last.Finished}
 	case runs.Stopped:
-		if last.Reason == v1alpha1.AttemptReplaced {
+		switch last.Reason {
+		case v1alpha1.AttemptReplaced:
 			return Step{Kind: Stopped, Attempt: last.Number, At: last.Finished,
 				Reason: last.Reason, Message: "stopped: replaced by a newer run"}
+		case v1alpha1.AttemptCancelled:
+			return Step{Kind: Cancelled, Attempt: last.Number, At: last.Finished,
+				Reason: v1alpha1.ReasonCancelled, Message: "cancelled: " + last.Message}
 		}
 	}
 

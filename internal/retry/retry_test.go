@@ -171,6 +171,13 @@ func TestNext(t *testing.T) {
 			now:  failedAt,
 			want: Step{Kind: Stopped, Attempt: 1, At: failedAt, Reason: v1alpha1.AttemptReplaced, Message: "stopped: replaced by a newer run"},
 		},
+		{
+			name: "an attempt stopped for a cancel token cancels the run, with retries left",
+			run:  runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Stopped, Reason: v1alpha1.AttemptCancelled, Message: "a new cancel token", Finished: failedAt}}},
+			p:    policy(3, 10, 300, 2),
+			now:  failedAt.Add(time.Hour),
+			want: Step{Kind: Cancelled, Attempt: 1, At: failedAt, Reason: v1alpha1.ReasonCancelled, Message: "cancelled: a new cancel token"},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -53,6 +53,9 @@ type Attempt struct {
 	// RunNowToken is the hash of the run-now token consumed when the Job
 	// was created.
 	RunNowToken string
+	// CancelToken is the hash of the cancel token the operator stopped the
+	// Job for.
+	CancelToken string
 	// Failing is the reason the Job controller is failing an Active
 	// attempt's Job for (its FailureTarget condition): the Job's pods are
 	// being deleted and Failed comes once they are gone. Empty otherwise.
@@ -190,6 +193,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		Created:     job.CreationTimestamp.Time,
 		Generation:  annotationInt(job, v1alpha1.AnnotationGeneration),
 		RunNowToken: job.Annotations[v1alpha1.AnnotationRunNowToken],
+		CancelToken: job.Annotations[v1alpha1.AnnotationCancelToken],
 		Output:      job.Annotations[v1alpha1.AnnotationOutput],
 	}
 	completions := int32(1)

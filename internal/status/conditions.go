@@ -51,6 +51,7 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judge
 			st.Conditions[i].ObservedGeneration = gen
 		}
 		setCondition(st, v1alpha1.ConditionReconciling, boolStatus(v.reconciling), reconcilingReason(v), v.message, gen, now)
+		setFinished(st, j.problem, gen, now)
 		return
 	}
 
@@ -64,6 +65,43 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judge
 		setCondition(st, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
 	}
 	setCondition(st, v1alpha1.ConditionReconciling, boolStatus(v.reconciling), reconcilingReason(v), v.message, gen, now)
+	setFinished(st, j.problem, gen, now)
+}
+
+// setFinished sets the Finished condition: True once the newest run has
+// ended, whichever way, with the reason it ended for (and for a spec that
+// cannot be acted on, whose run will not start); False while it has not.
+// Unlike Ready it does not wait for success, so `kubectl wait
+// --for=condition=Finished` returns on either outcome, and suspend does not
+// change it.
+func setFinished(st *v1alpha1.TaskStatus, problem *Problem, gen int64, now time.Time) {
+	status, reason, msg := metav1.ConditionFalse, v1alpha1.ReasonPending, "no run has started yet"
+	switch {
+	case problem != nil:
+		status, reason, msg = metav1.ConditionTrue, problem.Reason, problem.Message
+	case len(st.History) > 0 && st.History[0].Result == v1alpha1.RunResultRunning:
+		cur := st.History[0]
+		reason, msg = v1alpha1.ReasonRunning, fmt.Sprintf("run %s has not finished", cur.RunID)
+	case len(st.History) > 0:
+		cur := st.History[0]
+		status, reason, msg = metav1.ConditionTrue, cur.Reason, fmt.Sprintf("run %s: %s", cur.RunID, cur.Message)
+		if reason == "" {
+			reason = finishedReason(cur.Result)
+		}
+	}
+	setCondition(st, v1alpha1.ConditionFinished, status, reason, msg, gen, now)
+}
+
+// finishedReason is the Finished reason of a history entry stored before
+// entries had a reason.
+func finishedReason(r v1alpha1.RunResult) v1alpha1.Reason {
+	switch r {
+	case v1alpha1.RunResultSucceeded:
+		return v1alpha1.ReasonSucceeded
+	case v1alpha1.RunResultStopped:
+		return v1alpha1.AttemptReplaced
+	}
+	return v1alpha1.ReasonRetriesExhausted
 }
 
 // judge finds the row of the conditions table the Task is in.
@@ -84,6 +122,8 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) verdict {
 		return verdict{phase: v1alpha1.PhaseSucceeded, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonSucceeded, message: cur.Message}
 	case v1alpha1.RunResultFailed:
 		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: finalReason(cur), message: cur.Message, failed: true}
+	case v1alpha1.RunResultCancelled:
+		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: v1alpha1.ReasonCancelled, message: cur.Message, failed: true}
 	}
 	step := j.steps[cur.RunID]
 	switch step.Kind {
@@ -99,7 +139,8 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) verdict {
 }
 
 // judgeCron applies the cron rows: runs in progress do not make a cron
-// Task InProgress; its readiness is that of its last finished run.
+// Task InProgress; its readiness is that of its last run that succeeded or
+// failed for good (a run replaced or cancelled says nothing of the work).
 func judgeCron(st *v1alpha1.TaskStatus) verdict {
 	v := verdict{phase: v1alpha1.PhaseScheduled, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonScheduled,
 		message: "no run has finished yet"}

@@ -27,7 +27,7 @@ func RunFinal(h []v1alpha1.RunRecord, id string) bool {
 
 // mergeHistory folds the observed runs into the stored history, newest
 // first, at most maxHistory runs.
-func mergeHistory(old []v1alpha1.RunRecord, rs []runs.Run, steps map[string]retry.Step, outputs map[string]string) []v1alpha1.RunRecord {
+func mergeHistory(old []v1alpha1.RunRecord, rs []runs.Run, steps map[string]retry.Step, outputs map[string]Output) []v1alpha1.RunRecord {
 	byID := make(map[string]v1alpha1.RunRecord, len(old)+len(rs))
 	for _, h := range old {
 		byID[h.RunID] = h
@@ -82,7 +82,7 @@ func newerRecord(a, b *v1alpha1.RunRecord) bool {
 }
 
 // runRecord is the history entry of an observed run.
-func runRecord(run *runs.Run, step retry.Step, outputs map[string]string) v1alpha1.RunRecord {
+func runRecord(run *runs.Run, step retry.Step, outputs map[string]Output) v1alpha1.RunRecord {
 	last := run.Latest()
 	rec := v1alpha1.RunRecord{
 		RunID:      run.ID,
@@ -98,7 +98,7 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]string) v1alph
 	case retry.Succeeded:
 		rec.Result, rec.Reason = v1alpha1.RunResultSucceeded, v1alpha1.ReasonSucceeded
 		rec.Message = fmt.Sprintf("succeeded on attempt %d", last.Number)
-		if out := outputs[last.JobName]; out != "" {
+		if out := outputs[last.JobName].Text; out != "" {
 			rec.Message += ": " + out
 		}
 	case retry.Failed:
@@ -107,6 +107,9 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]string) v1alph
 	case retry.Stopped:
 		rec.Result, rec.Reason = v1alpha1.RunResultStopped, step.Reason
 		rec.Message = step.Message
+	case retry.Cancelled:
+		rec.Result, rec.Reason = v1alpha1.RunResultCancelled, v1alpha1.ReasonCancelled
+		rec.Message = fmt.Sprintf("attempt %d %s", last.Number, step.Message)
 	case retry.WaitForRetry, retry.Paused:
 		rec.Message = fmt.Sprintf("attempt %d failed: %s; attempt %d at %s",
 			last.Number, step.Message, step.Attempt, step.At.UTC().Format(time.RFC3339))

@@ -63,7 +63,7 @@ func TestARecordFromBeforeHistoryHadReasonsGetsTheOneItsJobsTell(t *testing.T) {
 func TestLastErrorIsAboutTheNewestFailedAttemptAndWrittenOnce(t *testing.T) {
 	run := testutil.MakeRun("0").Failed(ago(time.Hour), ago(time.Hour), v1alpha1.AttemptPodFailed, "job message").Obj()
 	in := status.Input{Task: oneShot(), Runs: []runs.Run{run}, Now: now,
-		Outputs: map[string]string{run.Latest().JobName: "pod t-0-1-0 exited with code 3: boom"}}
+		Outputs: map[string]status.Output{run.Latest().JobName: {Text: "pod t-0-1-0 exited with code 3: boom", ExitCode: ptrTo[int32](3)}}}
 	st := status.Compute(in)
 	if want := "PodFailed (attempt 1, job t-0-1): pod t-0-1-0 exited with code 3: boom"; st.LastError != want {
 		t.Errorf("lastError %q, want %q", st.LastError, want)
@@ -95,7 +95,7 @@ func TestOutputsAreReadForTheNewestFailureAndNewlyFinishedRunsOnly(t *testing.T)
 func TestASucceededRunsMessageCarriesItsOutput(t *testing.T) {
 	run := testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Second)).Obj()
 	st := status.Compute(status.Input{Task: oneShot(), Runs: []runs.Run{run}, Now: now,
-		Outputs: map[string]string{"t-0-1": "done: 42 rows"}})
+		Outputs: map[string]status.Output{"t-0-1": {Text: "done: 42 rows"}}})
 	if want := "succeeded on attempt 1: done: 42 rows"; st.History[0].Message != want {
 		t.Errorf("message %q, want %q", st.History[0].Message, want)
 	}
@@ -124,5 +124,51 @@ func TestHistoryKeepsTheNewestTenRunsNewestFirst(t *testing.T) {
 	st := status.Compute(status.Input{Task: cron(), Runs: rs, Now: now})
 	if len(st.History) != 10 || st.History[0].RunID != runs.ScheduledID(ago(time.Hour)) {
 		t.Fatalf("history has %d entries, first %s; want 10, newest first", len(st.History), st.History[0].RunID)
+	}
+}
+
+func TestAttemptRecordsKeepEveryAttemptOfTheNewestRunAfterItsJobsAreGone(t *testing.T) {
+	task := oneShot(testutil.MaxRetry(2))
+	run := testutil.MakeRun("0").Failed(ago(3*time.Hour), ago(3*time.Hour), v1alpha1.AttemptPodFailed, "")
+	// Each pass sees one more failed attempt, and reads that one's output.
+	for n := int32(1); n <= 3; n++ {
+		if n > 1 {
+			run = run.Failed(ago(time.Duration(4-n)*time.Hour), ago(time.Duration(4-n)*time.Hour), v1alpha1.AttemptPodFailed, "")
+		}
+		job := testutil.AttemptJobName("0", n)
+		task.Status = status.Compute(status.Input{Task: task, Runs: []runs.Run{run.Obj()}, Now: now,
+			Outputs: map[string]status.Output{job: {Text: "exit " + job, ExitCode: ptrTo(n)}}})
+	}
+	// The Jobs are pruned: nothing observed.
+	task.Status = status.Compute(status.Input{Task: task, Now: now})
+	recs := task.Status.AttemptRecords
+	if len(recs) != 3 {
+		t.Fatalf("%d attempt records, want 3: %+v", len(recs), recs)
+	}
+	for i, r := range recs {
+		n := int32(3 - i)
+		job := testutil.AttemptJobName("0", n)
+		if r.Attempt != n || r.JobName != job || r.Result != v1alpha1.AttemptResultFailed || r.Reason != v1alpha1.AttemptPodFailed ||
+			r.ExitCode == nil || *r.ExitCode != n || r.Message != "exit "+job || r.StartTime == nil || r.CompletionTime == nil {
+			t.Errorf("record %d = %+v, want attempt %d of Job %s, Failed PodFailed, exit code %d", i, r, n, job, n)
+		}
+	}
+	if task.Status.Phase != v1alpha1.PhaseFailed {
+		t.Errorf("phase %s, want Failed", task.Status.Phase)
+	}
+}
+
+func TestAttemptRecordsStartAfreshWithANewRun(t *testing.T) {
+	first := testutil.MakeRun("0").Failed(ago(2*time.Hour), ago(2*time.Hour), v1alpha1.AttemptPodFailed, "x").Succeeded(ago(time.Hour), ago(time.Hour)).Obj()
+	task := oneShot()
+	task.Status = status.Compute(status.Input{Task: task, Runs: []runs.Run{first}, Now: now})
+	if len(task.Status.AttemptRecords) != 2 {
+		t.Fatalf("records %+v, want 2", task.Status.AttemptRecords)
+	}
+	again := testutil.MakeRun(runs.RunNowID("again")).Active(ago(time.Minute)).Obj()
+	task.Status = status.Compute(status.Input{Task: task, Runs: []runs.Run{first, again}, Now: now})
+	recs := task.Status.AttemptRecords
+	if len(recs) != 1 || recs[0].JobName != again.Latest().JobName || recs[0].Result != "" {
+		t.Errorf("records %+v, want only the new run's running attempt", recs)
 	}
 }

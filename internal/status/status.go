@@ -5,6 +5,7 @@
 //   - status.go: Compute, the fields of the newest run, lastError, and
 //     which pod outputs the status still lacks (OutputsToRead);
 //   - history.go: status.history, merged so it never moves backwards;
+//   - attempts.go: status.attemptRecords, the newest run's attempts;
 //   - conditions.go: the contract's conditions table (phase, Ready, Failed,
 //     Reconciling, Stalled);
 //   - text.go: message bounds and status timestamps.
@@ -26,6 +27,14 @@ import (
 	"github.com/taskops/task-operator/internal/scheduler"
 )
 
+// Output is what the pods of an attempt said: a summary (termination
+// message, or which pod exited with which code) and the task container's
+// exit code, when a pod terminated.
+type Output struct {
+	Text     string
+	ExitCode *int32
+}
+
 // Problem is a spec the operator cannot act on.
 type Problem struct {
 	Reason  v1alpha1.Reason // InvalidSpec or InvalidSchedule
@@ -40,12 +49,14 @@ type Input struct {
 	// Runs are the Task's runs as the pass left them: what the Jobs say,
 	// plus the attempts it started and stopped, minus the runs it pruned.
 	Runs []runs.Run
-	// Outputs holds what the pods of finished attempts said (termination
-	// message or exit code), by Job name: those OutputsToRead asked for.
-	Outputs map[string]string
+	// Outputs holds what the pods of finished attempts said, by Job name:
+	// those OutputsToRead asked for.
+	Outputs map[string]Output
 	// Schedule is the scheduler's plan of the pass: the run-now token it
 	// consumed and the cron slots.
 	Schedule scheduler.Plan
+	// CancelToken is the cancel token hash the pass consumed ("" if none).
+	CancelToken string
 	// Problem, when set, is why the spec cannot be acted on.
 	Problem *Problem
 	Now     time.Time
@@ -64,9 +75,14 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	if in.Schedule.RunNowToken != "" {
 		st.LastRunNowToken = in.Schedule.RunNowToken
 	}
+	if in.CancelToken != "" {
+		st.LastCancelToken = in.CancelToken
+	}
 	st.History = mergeHistory(st.History, rs, steps, in.Outputs)
 	st.Active = activeJobs(task.Namespace, rs)
+	prevRun := st.CurrentRun
 	setCurrentRun(&st, rs, steps)
+	st.AttemptRecords = attemptRecords(&st, prevRun, rs, in.Outputs)
 	// The stored lastError stays while it is about the same attempt: the
 	// pods' output is read only once.
 	if a := NewestFailure(rs); a != nil && a.JobName != st.LastErrorJobName {
@@ -115,7 +131,7 @@ func OutputsToRead(task *v1alpha1.Task, rs []runs.Run, now time.Time) []string {
 // withOutputs is rs with the pods' output as the message of each failed
 // attempt it is about: it says more than the Job's own message ("Job has
 // reached the specified backoff limit" says nothing the reason does not).
-func withOutputs(rs []runs.Run, outputs map[string]string) []runs.Run {
+func withOutputs(rs []runs.Run, outputs map[string]Output) []runs.Run {
 	if len(outputs) == 0 {
 		return rs
 	}
@@ -123,7 +139,7 @@ func withOutputs(rs []runs.Run, outputs map[string]string) []runs.Run {
 	for i := range rs {
 		for j := range rs[i].Attempts {
 			a := &rs[i].Attempts[j]
-			if out := outputs[a.JobName]; out != "" && a.Phase == runs.Failed {
+			if out := outputs[a.JobName].Text; out != "" && a.Phase == runs.Failed {
 				a.Message = out
 			}
 		}
@@ -169,13 +185,14 @@ func setCronTimes(st *v1alpha1.TaskStatus, rs []runs.Run, slots *scheduler.Slots
 }
 
 // NewestFailure is the attempt that failed last, over all runs; a stopped
-// attempt counts, unless a newer run replaced it.
+// attempt counts, unless a newer run replaced it or a cancel stopped it
+// (neither says anything about the work).
 func NewestFailure(rs []runs.Run) *runs.Attempt {
 	var newest *runs.Attempt
 	for i := range rs {
 		for j := range rs[i].Attempts {
 			a := &rs[i].Attempts[j]
-			if a.Phase != runs.Failed && !(a.Phase == runs.Stopped && a.Reason != v1alpha1.AttemptReplaced) {
+			if a.Phase != runs.Failed && !(a.Phase == runs.Stopped && a.Reason != v1alpha1.AttemptReplaced && a.Reason != v1alpha1.AttemptCancelled) {
 				continue
 			}
 			// Runs come oldest first and attempts in order, so on a tie

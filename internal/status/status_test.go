@@ -27,18 +27,22 @@ type row struct {
 	ready, failed, reconciling, stalld metav1.ConditionStatus
 	readyReason                        v1alpha1.Reason
 	kstatus                            kstatus.Status
+	finished                           metav1.ConditionStatus
 }
 
 var (
 	inProgress = func(phase v1alpha1.TaskPhase, reason v1alpha1.Reason) row {
-		return row{phase, metav1.ConditionUnknown, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, reason, kstatus.InProgressStatus}
+		return row{phase, metav1.ConditionUnknown, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, reason, kstatus.InProgressStatus, metav1.ConditionFalse}
 	}
 	current = func(phase v1alpha1.TaskPhase, reason v1alpha1.Reason) row {
-		return row{phase, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, reason, kstatus.CurrentStatus}
+		return row{phase, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, reason, kstatus.CurrentStatus, metav1.ConditionTrue}
 	}
 	failed = func(phase v1alpha1.TaskPhase, reason v1alpha1.Reason) row {
-		return row{phase, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, reason, kstatus.FailedStatus}
+		return row{phase, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, reason, kstatus.FailedStatus, metav1.ConditionTrue}
 	}
+	// unfinished is a row whose newest run has not ended (cron rows whose
+	// Ready is that of an earlier run).
+	unfinished = func(r row) row { r.finished = metav1.ConditionFalse; return r }
 )
 
 // compute runs Compute on task and runs with the scheduler's next slot at
@@ -69,7 +73,7 @@ func assertRow(t *testing.T, task *v1alpha1.Task, want row) {
 	}
 	ready := cond(v1alpha1.ConditionReady)
 	got := row{st.Phase, ready.Status, cond(v1alpha1.ConditionFailed).Status, cond(v1alpha1.ConditionReconciling).Status,
-		cond(v1alpha1.ConditionStalled).Status, v1alpha1.Reason(ready.Reason), ""}
+		cond(v1alpha1.ConditionStalled).Status, v1alpha1.Reason(ready.Reason), "", cond(v1alpha1.ConditionFinished).Status}
 	ks, msg, err := testutil.Kstatus(task)
 	if err != nil {
 		t.Fatal(err)
@@ -156,15 +160,15 @@ func TestTheConditionsTableOfTheContract(t *testing.T) {
 			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonNotRetryable),
 		},
 		{
-			name: "cron, no finished run yet: Scheduled, Ready",
+			name: "cron, no run yet: Scheduled, Ready, not Finished",
 			task: cron(),
-			want: current(v1alpha1.PhaseScheduled, v1alpha1.ReasonScheduled),
+			want: unfinished(current(v1alpha1.PhaseScheduled, v1alpha1.ReasonScheduled)),
 		},
 		{
-			name: "cron, the first run running: Running, Ready",
+			name: "cron, the first run running: Running, Ready, not Finished",
 			task: cron(),
 			runs: []runs.Run{testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Active(slot).Obj()},
-			want: current(v1alpha1.PhaseRunning, v1alpha1.ReasonScheduled),
+			want: unfinished(current(v1alpha1.PhaseRunning, v1alpha1.ReasonScheduled)),
 		},
 		{
 			name: "cron, last finished run succeeded: Scheduled, Ready",
@@ -179,13 +183,29 @@ func TestTheConditionsTableOfTheContract(t *testing.T) {
 			want: failed(v1alpha1.PhaseScheduled, v1alpha1.ReasonLastRunFailed),
 		},
 		{
-			name: "cron, a failed run then one running: Running, still not Ready",
+			name: "cron, a failed run then one running: Running, still not Ready, not Finished",
 			task: cron(testutil.MaxRetry(0)),
 			runs: []runs.Run{
 				testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Failed(slot, slot.Add(time.Minute), v1alpha1.AttemptPodFailed, "exit 3").Obj(),
 				testutil.MakeRun(runs.ScheduledID(ago(time.Hour))).Scheduled(ago(time.Hour)).Active(ago(time.Hour)).Obj(),
 			},
-			want: failed(v1alpha1.PhaseRunning, v1alpha1.ReasonLastRunFailed),
+			want: unfinished(failed(v1alpha1.PhaseRunning, v1alpha1.ReasonLastRunFailed)),
+		},
+		{
+			name: "one-shot, run cancelled: Failed, not Ready (Cancelled), failed, Finished",
+			task: oneShot(),
+			runs: []runs.Run{testutil.MakeRun("0").Stopped(ago(time.Minute), ago(time.Second), v1alpha1.AttemptCancelled, "a new cancel token").Obj()},
+			want: failed(v1alpha1.PhaseFailed, v1alpha1.ReasonCancelled),
+		},
+		{
+			name: "cron, its last run cancelled: Ready is that of the run before",
+			task: cron(),
+			runs: []runs.Run{
+				testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Succeeded(slot, slot.Add(time.Minute)).Obj(),
+				testutil.MakeRun(runs.ScheduledID(ago(time.Hour))).Scheduled(ago(time.Hour)).
+					Stopped(ago(time.Hour), ago(time.Minute), v1alpha1.AttemptCancelled, "a new cancel token").Obj(),
+			},
+			want: current(v1alpha1.PhaseScheduled, v1alpha1.ReasonSucceeded),
 		},
 		{
 			name:    "a bad schedule: Failed, not Ready (InvalidSchedule), failed",
@@ -218,13 +238,13 @@ func TestSuspendKeepsReadyFailedAndStalledAndReconcilingSaysWhetherTheRunIsUnfin
 
 	got := compute(t, task, both, nil)
 	assertRow(t, got, row{v1alpha1.PhaseSuspended, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse,
-		v1alpha1.ReasonSucceeded, kstatus.InProgressStatus})
+		v1alpha1.ReasonSucceeded, kstatus.InProgressStatus, metav1.ConditionFalse})
 
 	rerunDone := testutil.MakeRun(runs.RunNowID("x")).Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").
 		Succeeded(now, now).Obj()
 	got = compute(t, got, []runs.Run{both[0], rerunDone}, nil)
 	assertRow(t, got, row{v1alpha1.PhaseSuspended, metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse,
-		v1alpha1.ReasonSucceeded, kstatus.CurrentStatus})
+		v1alpha1.ReasonSucceeded, kstatus.CurrentStatus, metav1.ConditionTrue})
 }
 
 func TestASuspendedTaskWithAnActiveJobIsRunning(t *testing.T) {
@@ -235,3 +255,31 @@ func TestASuspendedTaskWithAnActiveJobIsRunning(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestFinishedSaysHowTheNewestRunEnded(t *testing.T) {
+	tests := []struct {
+		name string
+		task *v1alpha1.Task
+		runs []runs.Run
+		want v1alpha1.Reason
+	}{
+		{"succeeded", oneShot(), []runs.Run{testutil.MakeRun("0").Succeeded(ago(time.Minute), ago(time.Second)).Obj()}, v1alpha1.ReasonSucceeded},
+		{"retries exhausted", oneShot(testutil.MaxRetry(0)),
+			[]runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}, v1alpha1.ReasonRetriesExhausted},
+		{"not retryable", oneShot(),
+			[]runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptNotRetryable, "bad URL").Obj()}, v1alpha1.ReasonNotRetryable},
+		{"cancelled", oneShot(),
+			[]runs.Run{testutil.MakeRun("0").Stopped(ago(time.Minute), ago(time.Second), v1alpha1.AttemptCancelled, "token").Obj()}, v1alpha1.ReasonCancelled},
+		{"retrying is not finished", oneShot(),
+			[]runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}, v1alpha1.ReasonRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := compute(t, tt.task, tt.runs, nil)
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionFinished)
+			if c == nil || v1alpha1.Reason(c.Reason) != tt.want {
+				t.Fatalf("Finished = %+v, want reason %s", c, tt.want)
+			}
+		})
+	}
+}
