@@ -4,7 +4,8 @@
 // docs/kubectl-task.md.
 //
 // Exit codes: 0 success, 1 the Task or run failed, 2 timeout, 3 usage or
-// other errors.
+// other errors, 4 the run was cancelled (run --wait and trigger --wait
+// cancel their Task's runs when interrupted, unless --detach).
 package main
 
 import (

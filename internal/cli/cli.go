@@ -8,6 +8,8 @@
 //	1  the Task or the run waited for failed (or was stopped)
 //	2  --timeout elapsed before the Task or run finished
 //	3  usage and every other error (bad flags, Task not found, API errors)
+//	4  the run waited for was cancelled (a cancel token; run --wait and
+//	   trigger --wait set one when interrupted)
 package cli
 
 import (
@@ -39,6 +41,9 @@ const (
 	ExitFailed  = 1
 	ExitTimeout = 2
 	ExitError   = 3
+	// ExitCancelled: the run waited for was cancelled, by someone's cancel
+	// token or by this plugin when interrupted.
+	ExitCancelled = 4
 )
 
 // DefaultTimeout is how long `wait`, `run --wait` and `trigger --wait` wait
@@ -175,7 +180,9 @@ Exit codes:
   0  success
   1  the Task or run failed (or was stopped)
   2  --timeout elapsed before the Task or run finished
-  3  usage or any other error (Task not found, API errors, ...)`,
+  3  usage or any other error (Task not found, API errors, ...)
+  4  the run was cancelled (run --wait and trigger --wait cancel their
+     Task's runs when interrupted, unless --detach)`,
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl task",
 		},
@@ -192,6 +199,7 @@ Exit codes:
 		a.runCommand(),
 		a.waitCommand(),
 		a.triggerCommand(),
+		a.cancelCommand(),
 		a.logsCommand(),
 		a.historyCommand(),
 	)

@@ -18,26 +18,35 @@ import (
 const messageWidth = 60
 
 func (a *app) historyCommand() *cobra.Command {
-	var noTrunc bool
+	var noTrunc, attempts bool
 	cmd := &cobra.Command{
 		Use:   "history NAME",
 		Short: "Print the Task's runs (status.history), newest first",
 		Long: `Print the Task's runs from status.history, newest first (the operator keeps
 the last 10): run id, result, attempts, start and end (UTC, RFC 3339), how
 long the run took (so far, while Running) and its message, cut to one line
-of 60 characters unless --no-trunc.`,
-		Example: `  kubectl task history nightly-report -n ops`,
-		Args:    cobra.ExactArgs(1),
+of 60 characters unless --no-trunc.
+
+With --attempts, print the attempts of the newest run instead
+(status.attemptRecords): attempt, Job, result and reason, exit code, start,
+end and message; they stay after the attempts' Jobs are pruned.`,
+		Example: `  kubectl task history nightly-report -n ops
+  kubectl task history build -n ci --attempts`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.getClients()
 			if err != nil {
 				return err
 			}
 			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
+			if attempts {
+				return a.attempts(cmd.Context(), c, key, noTrunc)
+			}
 			return a.history(cmd.Context(), c, key, noTrunc)
 		},
 	}
 	cmd.Flags().BoolVar(&noTrunc, "no-trunc", false, "print messages in full (still on one line)")
+	cmd.Flags().BoolVar(&attempts, "attempts", false, "print the attempts of the newest run instead of the runs")
 	return cmd
 }
 
@@ -74,6 +83,49 @@ func printHistory(w io.Writer, runs []v1alpha1.RunRecord, now time.Time, noTrunc
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.RunID, r.Result, strconv.Itoa(int(r.Attempts)),
 			formatTime(r.StartTime), formatTime(r.CompletionTime), duration, msg)
+	}
+	return tw.Flush()
+}
+
+func (a *app) attempts(ctx context.Context, c *clients, key types.NamespacedName, noTrunc bool) error {
+	task, err := c.getTask(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(task.Status.AttemptRecords) == 0 {
+		fmt.Fprintf(a.errOut(), "No attempts recorded for task/%s yet.\n", key.Name)
+		return nil
+	}
+	fmt.Fprintf(a.errOut(), "run %s of task/%s:\n", task.Status.CurrentRun, key.Name)
+	return printAttempts(a.out(), task.Status.AttemptRecords, noTrunc)
+}
+
+// printAttempts prints attempt records as a table.
+func printAttempts(w io.Writer, recs []v1alpha1.AttemptRecord, noTrunc bool) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "ATTEMPT\tJOB\tRESULT\tREASON\tEXIT\tSTARTED\tFINISHED\tMESSAGE")
+	for i := range recs {
+		r := &recs[i]
+		result, reason, exit := string(r.Result), string(r.Reason), "-"
+		if result == "" {
+			result = "Running"
+		}
+		if reason == "" {
+			reason = "-"
+		}
+		if r.ExitCode != nil {
+			exit = strconv.Itoa(int(*r.ExitCode))
+		}
+		width := messageWidth
+		if noTrunc {
+			width = 0
+		}
+		msg := oneLine(r.Message, width)
+		if msg == "" {
+			msg = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Attempt, r.JobName, result, reason, exit,
+			formatTime(r.StartTime), formatTime(r.CompletionTime), msg)
 	}
 	return tw.Flush()
 }

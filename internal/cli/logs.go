@@ -30,6 +30,9 @@ type logsOptions struct {
 	follow        bool
 	tail          int64
 	timestamps    bool
+	// run and attempt pick an attempt other than the newest one.
+	run     string
+	attempt int32
 }
 
 func (a *app) logsCommand() *cobra.Command {
@@ -43,12 +46,20 @@ status.lastJobName, whose pods carry batch.kubernetes.io/job-name=<job>.
 Without --all-containers only the Task's container (the pod's first) is
 printed. With several pods (replicas > 1) or several containers each line is
 prefixed with [pod] or [pod/container]. With -f the logs of all pods are
-followed at once until they end or the command is interrupted.`,
+followed at once until they end or the command is interrupted.
+
+--run and --attempt pick another attempt while its Job exists (finished
+runs keep their Jobs up to the history limits): --run alone means that run's
+newest attempt, --attempt alone an attempt of the current run. Their ids are
+in 'kubectl task history NAME' and 'kubectl task history NAME --attempts'.`,
 		Example: `  # Logs of the newest attempt of task/build
   kubectl task logs build
 
   # Follow them
-  kubectl task logs build -f`,
+  kubectl task logs build -f
+
+  # Attempt 1 of the current run
+  kubectl task logs build --attempt 1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.getClients()
@@ -63,6 +74,8 @@ followed at once until they end or the command is interrupted.`,
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "follow the logs")
 	cmd.Flags().Int64Var(&o.tail, "tail", -1, "lines of the end of each log to show; -1 shows all")
 	cmd.Flags().BoolVar(&o.timestamps, "timestamps", false, "prefix each line with its timestamp")
+	cmd.Flags().StringVar(&o.run, "run", "", "the run whose attempt to print (default: the current run)")
+	cmd.Flags().Int32Var(&o.attempt, "attempt", 0, "the attempt to print (default: the run's newest)")
 	return cmd
 }
 
@@ -71,7 +84,13 @@ func (a *app) logs(ctx context.Context, c *clients, key types.NamespacedName, o 
 	if err != nil {
 		return err
 	}
-	pods, job, err := podsOfNewestAttempt(ctx, c.kube, task)
+	var pods []corev1.Pod
+	var job string
+	if o.run != "" || o.attempt != 0 {
+		pods, job, err = podsOfAttempt(ctx, c.kube, task, o.run, o.attempt)
+	} else {
+		pods, job, err = podsOfNewestAttempt(ctx, c.kube, task)
+	}
 	if err != nil {
 		return err
 	}
@@ -94,6 +113,48 @@ func podsOfNewestAttempt(ctx context.Context, kube kubernetes.Interface, task *v
 	}
 	if len(pods) == 0 {
 		return nil, job, fmt.Errorf("no pods found for job %s of task/%s (not created yet, or already deleted with the Job)", job, task.Name)
+	}
+	return pods, job, nil
+}
+
+// podsOfAttempt finds the Job of attempt (0: the newest) of run ("": the
+// current run) by the operator's labels, and its pods.
+func podsOfAttempt(ctx context.Context, kube kubernetes.Interface, task *v1alpha1.Task, run string, attempt int32) ([]corev1.Pod, string, error) {
+	if run == "" {
+		run = task.Status.CurrentRun
+	}
+	if run == "" {
+		return nil, "", fmt.Errorf("task/%s has no run yet", task.Name)
+	}
+	list, err := kube.BatchV1().Jobs(task.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{v1alpha1.LabelTask: task.Name, v1alpha1.LabelRun: run}).String(),
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("listing the Jobs of run %s: %w", run, err)
+	}
+	job, newest := "", int64(0)
+	for _, j := range list.Items {
+		n, err := strconv.ParseInt(j.Labels[v1alpha1.LabelAttempt], 10, 32)
+		if err != nil || !metav1.IsControlledBy(&j, task) {
+			continue
+		}
+		if (attempt != 0 && int32(n) == attempt) || (attempt == 0 && n > newest) {
+			job, newest = j.Name, n
+		}
+	}
+	if job == "" {
+		what := "run " + run
+		if attempt != 0 {
+			what = fmt.Sprintf("attempt %d of run %s", attempt, run)
+		}
+		return nil, "", fmt.Errorf("task/%s has no Job for %s (never started, or pruned: its record is in 'kubectl task history %s --attempts')", task.Name, what, task.Name)
+	}
+	pods, err := findPods(ctx, kube, task.Namespace, job)
+	if err != nil {
+		return nil, job, fmt.Errorf("listing the pods of job %s: %w", job, err)
+	}
+	if len(pods) == 0 {
+		return nil, job, fmt.Errorf("no pods found for job %s of task/%s", job, task.Name)
 	}
 	return pods, job, nil
 }

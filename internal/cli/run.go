@@ -23,6 +23,7 @@ func (a *app) runCommand() *cobra.Command {
 	var (
 		file    string
 		wait    bool
+		detach  bool
 		timeout time.Duration
 	)
 	cmd := &cobra.Command{
@@ -34,7 +35,9 @@ The namespace is the file's metadata.namespace, else -n/--namespace, else the
 kubeconfig context's namespace, else "default". metadata.generateName works:
 each call then creates a new Task, which suits CI pipelines.
 
-With --wait, wait for the Task to finish as 'kubectl task wait' does.`,
+With --wait, wait for the Task to finish as 'kubectl task wait' does. When
+interrupted (SIGINT, SIGTERM: the CI job was cancelled) it cancels the
+Task's runs before it exits (exit code 4), unless --detach.`,
 		Example: `  # Create a Task and wait up to 10 minutes for it
   kubectl task run -f task.yaml --wait --timeout 10m
 
@@ -76,11 +79,12 @@ With --wait, wait for the Task to finish as 'kubectl task wait' does.`,
 				return nil
 			}
 			key := types.NamespacedName{Namespace: task.Namespace, Name: task.Name}
-			return a.waitFor(cmd.Context(), c, key, timeout, start, newTaskTracker())
+			return a.waitOrCancel(cmd.Context(), c, key, timeout, start, newTaskTracker(), detach)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Task (YAML or JSON); - for stdin")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Task finished; the exit code tells how")
+	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the Task's runs running instead of cancelling them")
 	addTimeoutFlag(cmd, &timeout)
 	return cmd
 }

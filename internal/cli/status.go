@@ -120,7 +120,41 @@ func failureLines(t *v1alpha1.Task) []string {
 			lines[0] += ": " + c.Message
 		}
 	}
-	return append(lines, lastErrorLines(t)...)
+	lines = append(lines, lastErrorLines(t)...)
+	return append(lines, whereToLook(t)...)
+}
+
+// whereToLook lists the newest run's attempts (status.attemptRecords) and
+// the commands that show more, for a failed Task.
+func whereToLook(t *v1alpha1.Task) []string {
+	var lines []string
+	for _, r := range t.Status.AttemptRecords {
+		line := fmt.Sprintf("  attempt %d (Job %s): %s", r.Attempt, r.JobName, attemptResult(&r))
+		if r.Message != "" {
+			line += ": " + oneLine(r.Message, 100)
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) > 0 {
+		lines = append([]string{"attempts of run " + t.Status.CurrentRun + ":"}, lines...)
+	}
+	ns := t.Namespace
+	return append(lines, fmt.Sprintf("more: kubectl task history %s -n %s --attempts; kubectl task logs %s -n %s (while its Job exists)", t.Name, ns, t.Name, ns))
+}
+
+// attemptResult is "Failed PodFailed, exit code 3", "Running", ...
+func attemptResult(r *v1alpha1.AttemptRecord) string {
+	if r.Result == "" {
+		return "Running"
+	}
+	out := string(r.Result)
+	if r.Reason != "" {
+		out += " " + string(r.Reason)
+	}
+	if r.ExitCode != nil {
+		out += fmt.Sprintf(", exit code %d", *r.ExitCode)
+	}
+	return out
 }
 
 // lastErrorLines prints status.lastError, indented, when set.

@@ -107,6 +107,9 @@ type invocation struct {
 	stdout, stderr *syncBuffer
 	done           chan struct{}
 	code           int
+	// interrupt ends the command's context, as SIGINT/SIGTERM do in
+	// cmd/kubectl-task.
+	interrupt context.CancelFunc
 }
 
 // start runs `kubectl task <args>` against the envtest API server in the
@@ -114,7 +117,7 @@ type invocation struct {
 func start(t *testing.T, args ...string) *invocation {
 	t.Helper()
 	ctx, cancel := context.WithCancel(suiteCtx)
-	inv := &invocation{args: args, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	inv := &invocation{args: args, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{}), interrupt: cancel}
 	full := append([]string{"--kubeconfig", kubeconfig}, args...)
 	go func() {
 		defer close(inv.done)

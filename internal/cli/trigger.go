@@ -23,6 +23,7 @@ const maxTokenLength = 256
 func (a *app) triggerCommand() *cobra.Command {
 	var (
 		wait    bool
+		detach  bool
 		timeout time.Duration
 		token   string
 	)
@@ -42,7 +43,8 @@ The run follows spec.concurrencyPolicy (Forbid: it starts when the active run
 ended) and also runs while the Task is suspended.
 
 With --wait, wait for that run to finish: exit 0 when it succeeded, 1 when it
-failed or was stopped.`,
+failed or was stopped, 4 when it was cancelled. When interrupted (SIGINT,
+SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 		Example: `  # Re-run task/nightly-report and wait up to 15 minutes for that run
   kubectl task trigger nightly-report --wait --timeout 15m
 
@@ -67,16 +69,17 @@ failed or was stopped.`,
 				token = a.newToken()
 			}
 			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
-			return a.trigger(cmd.Context(), c, key, token, wait, timeout)
+			return a.trigger(cmd.Context(), c, key, token, wait, detach, timeout)
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the triggered run finished; the exit code tells how")
+	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the run running instead of cancelling the Task's runs")
 	cmd.Flags().StringVar(&token, "run-now-token", "", "the run-now token to set (default: a UTC timestamp plus a random suffix)")
 	addTimeoutFlag(cmd, &timeout)
 	return cmd
 }
 
-func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName, token string, wait bool, timeout time.Duration) error {
+func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName, token string, wait, detach bool, timeout time.Duration) error {
 	start := a.now()
 	task, err := c.getTask(ctx, key)
 	if err != nil {
@@ -121,7 +124,7 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 	if !wait {
 		return nil
 	}
-	return a.waitFor(ctx, c, key, timeout, start, &runTracker{id: id, token: token})
+	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token}, detach)
 }
 
 // trackerFunc adapts a function to a tracker.

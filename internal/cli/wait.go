@@ -176,6 +176,9 @@ func observeOneShot(t *v1alpha1.Task) (string, *outcome) {
 	}
 	switch {
 	case conditionTrue(t, v1alpha1.ConditionFailed):
+		if c := condition(t, v1alpha1.ConditionFailed); c.Reason == string(v1alpha1.ReasonCancelled) {
+			return "", &outcome{code: ExitCancelled, lines: failureLines(t)}
+		}
 		return "", &outcome{code: ExitFailed, lines: failureLines(t)}
 	case conditionTrue(t, v1alpha1.ConditionReady):
 		return "", &outcome{code: ExitOK, lines: []string{successLine(t, findRun(t, t.Status.CurrentRun))}}
@@ -234,6 +237,9 @@ func (r *runTracker) observe(t *v1alpha1.Task) (string, *outcome) {
 	switch h.Result {
 	case v1alpha1.RunResultSucceeded:
 		return "", &outcome{code: ExitOK, lines: []string{successLine(t, h)}}
+	case v1alpha1.RunResultCancelled:
+		return "", &outcome{code: ExitCancelled, lines: []string{
+			fmt.Sprintf("task/%s: run %s was cancelled after %s", t.Name, h.RunID, plural(h.Attempts, "attempt"))}}
 	case v1alpha1.RunResultFailed, v1alpha1.RunResultStopped:
 		verb := "failed"
 		if h.Result == v1alpha1.RunResultStopped {
@@ -246,6 +252,7 @@ func (r *runTracker) observe(t *v1alpha1.Task) (string, *outcome) {
 		lines := []string{first}
 		if t.Status.CurrentRun == h.RunID {
 			lines = append(lines, lastErrorLines(t)...)
+			lines = append(lines, whereToLook(t)...)
 		}
 		return "", &outcome{code: ExitFailed, lines: lines}
 	}

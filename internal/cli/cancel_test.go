@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
+)
+
+func TestCancelSetsANewCancelTokenAndWaitsUntilNoRunIsUnfinished(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "long")
+	acceptRunNow(t, key, "r1")
+	inv := start(t, "-n", ns, "cancel", "long", "--wait", "--timeout", "30s")
+	var token string
+	eventually(t, "the cancel annotation", func() bool {
+		token = getTask(t, key).Annotations[v1alpha1.AnnotationCancel]
+		return token != ""
+	})
+	if !tokenPattern.MatchString(token) {
+		t.Errorf("token %q does not look like <UTC timestamp>-<random hex>", token)
+	}
+	inv.waitOutput(t, inv.stdout, `task/long: cancel requested (cancel token "`+token+`")`)
+	inv.waitOutput(t, inv.stderr, "waiting for the operator to take the cancel token")
+	// The operator takes the token and stops the run.
+	setStatus(t, key, func(task *v1alpha1.Task) { task.Status.LastCancelToken = runs.TokenHash(token) })
+	finishRun(t, key, runs.RunNowID("r1"), v1alpha1.RunResultCancelled, "attempt 1 cancelled")
+	if code := inv.wait(t); code != ExitOK {
+		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
+	}
+	assertContains(t, "stdout", inv.stdout.String(), "no run is unfinished; cancelled: run "+runs.RunNowID("r1"))
+}
+
+func TestTriggerWaitInterruptedCancelsTheRunAndExitsCancelled(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "deploy")
+	inv := start(t, "-n", ns, "trigger", "deploy", "--wait", "--run-now-token", "p1")
+	inv.waitOutput(t, inv.stdout, "task/deploy triggered")
+	acceptRunNow(t, key, "p1")
+	inv.waitOutput(t, inv.stderr, "Running")
+	inv.interrupt()
+	if code := inv.wait(t); code != ExitCancelled {
+		t.Fatalf("exit code %d, want %d (cancelled)\nstderr:\n%s", code, ExitCancelled, inv.stderr)
+	}
+	if getTask(t, key).Annotations[v1alpha1.AnnotationCancel] == "" {
+		t.Fatal("the interrupted trigger --wait set no cancel token")
+	}
+	assertContains(t, "stderr", inv.stderr.String(), "interrupted; cancelled its runs")
+}
+
+func TestTriggerWaitDetachedLeavesTheRunRunningWhenInterrupted(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "keep")
+	inv := start(t, "-n", ns, "trigger", "keep", "--wait", "--detach", "--run-now-token", "p2")
+	inv.waitOutput(t, inv.stdout, "task/keep triggered")
+	acceptRunNow(t, key, "p2")
+	inv.waitOutput(t, inv.stderr, "Running")
+	inv.interrupt()
+	if code := inv.wait(t); code != ExitError {
+		t.Fatalf("exit code %d, want %d\nstderr:\n%s", code, ExitError, inv.stderr)
+	}
+	if c := getTask(t, key).Annotations[v1alpha1.AnnotationCancel]; c != "" {
+		t.Fatalf("--detach set a cancel token %q", c)
+	}
+}
+
+func TestWaitReportsACancelledRunWithItsOwnExitCode(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "nightly")
+	inv := start(t, "-n", ns, "trigger", "nightly", "--wait", "--detach", "--run-now-token", "p3")
+	inv.waitOutput(t, inv.stdout, "task/nightly triggered")
+	acceptRunNow(t, key, "p3")
+	finishRun(t, key, runs.RunNowID("p3"), v1alpha1.RunResultCancelled, "attempt 1 cancelled")
+	if code := inv.wait(t); code != ExitCancelled {
+		t.Fatalf("exit code %d, want %d\nstderr:\n%s", code, ExitCancelled, inv.stderr)
+	}
+	assertContains(t, "stderr", inv.stderr.String(), "was cancelled after 1 attempt")
+}
+
+func TestHistoryAttemptsPrintsTheNewestRunsAttempts(t *testing.T) {
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, "flaky")
+	code := int32(3)
+	setStatus(t, key, func(task *v1alpha1.Task) {
+		task.Status.AttemptRecords = []v1alpha1.AttemptRecord{
+			{Attempt: 2, JobName: "flaky-abcde-0-2", Result: v1alpha1.AttemptResultSucceeded},
+			{Attempt: 1, JobName: "flaky-abcde-0-1", Result: v1alpha1.AttemptResultFailed, Reason: v1alpha1.AttemptPodFailed,
+				ExitCode: &code, Message: "pod flaky-abcde-0-1-0 exited with code 3: db down"},
+		}
+	})
+	rc, stdout, _ := runCLI(t, "-n", ns, "history", "flaky", "--attempts")
+	if rc != ExitOK {
+		t.Fatalf("exit code %d", rc)
+	}
+	assertContains(t, "stdout", stdout, "ATTEMPT", "flaky-abcde-0-2", "Succeeded", "flaky-abcde-0-1", "PodFailed", "3", "db down")
+}

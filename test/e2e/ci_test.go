@@ -1,0 +1,173 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// CI pipelines on the real node: plain `kubectl wait` on either outcome,
+// and the plugin against the real operator (run, wait, trigger, cancel,
+// logs, history), including a CI job that is cancelled.
+
+// kubectl wait --for=condition=Finished returns within seconds for a Task
+// that succeeds and for one that fails, and Ready tells them apart.
+func TestKubectlWaitForFinishedReturnsOnEitherOutcome(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-finished")
+	create(t, testutil.NewTask(ns, "passes", testutil.Shell("echo fine")))
+	create(t, testutil.NewTask(ns, "fails", testutil.Shell("echo broken >&2; exit 3")))
+	for name, ready := range map[string]metav1.ConditionStatus{"passes": metav1.ConditionTrue, "fails": metav1.ConditionFalse} {
+		waited := kubectlWait(t, ns, "condition=Finished", "task/"+name, 60*time.Second)
+		task := mustGetTask(t, ns, name)
+		expectCondition(t, task, v1alpha1.ConditionReady, ready, "")
+		t.Logf("kubectl wait --for=condition=Finished task/%s returned after %s; Ready=%s (%s)", name, harness.Secs(waited),
+			harness.Cond(task, v1alpha1.ConditionReady).Status, harness.Cond(task, v1alpha1.ConditionFinished).Reason)
+	}
+	fails := mustGetTask(t, ns, "fails")
+	expectCondition(t, fails, v1alpha1.ConditionFinished, metav1.ConditionTrue, string(v1alpha1.ReasonRetriesExhausted))
+	if r := fails.Status.AttemptRecords; len(r) != 1 || r[0].ExitCode == nil || *r[0].ExitCode != 3 || !strings.Contains(r[0].Message, "broken") {
+		t.Errorf("attemptRecords %+v, want the attempt with exit code 3 and its output", r)
+	}
+}
+
+// A CI job that is cancelled while `kubectl task run --wait` waits: the
+// plugin gets SIGINT, cancels the run and exits 4; the pod is gone within
+// 10 s and the Task says Cancelled.
+func TestAnInterruptedRunWaitCancelsTheRun(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-cancel")
+	file := filepath.Join(t.TempDir(), "task.yaml")
+	manifest := fmt.Sprintf(`apiVersion: batch.taskops.io/v1alpha1
+kind: Task
+metadata:
+  generateName: ci-build-
+  namespace: %s
+spec:
+  type: shell
+  shell: %q
+  maxRetry: 2
+`, ns, runsUntilStopped)
+	must(t, os.WriteFile(file, []byte(manifest), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	cmd := exec.CommandContext(ctx, env.plugin, "run", "-f", file, "--wait", "--timeout", "5m", "--kubeconfig", env.cluster.Kubeconfig)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	var name string
+	eventually(t, 60*time.Second, "the generated Task's pod to run", func(ctx context.Context) (bool, string) {
+		if name == "" {
+			first, _, _ := strings.Cut(out.String(), "\n")
+			if n, ok := strings.CutPrefix(first, "task/"); ok && strings.Contains(n, " created") {
+				name, _, _ = strings.Cut(n, " ")
+			}
+			if name == "" {
+				return false, "output so far: " + out.String()
+			}
+		}
+		pods, err := harness.PodsOf(ctx, env.c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning, fmt.Sprintf("pods %v", harness.PodPhases(pods))
+	})
+	if !strings.HasPrefix(name, "ci-build-") {
+		t.Fatalf("the plugin did not print the generated name: %q", out.String())
+	}
+	interrupted := time.Now()
+	must(t, cmd.Process.Signal(syscall.SIGINT))
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+			t.Fatalf("the plugin exited with %v, want exit code 4 (cancelled); output:\n%s", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the plugin did not exit within 20 s of SIGINT; output:\n%s", out.String())
+	}
+	gone := eventually(t, 10*time.Second, "the cancelled run's pod to be gone", func(ctx context.Context) (bool, string) {
+		pods, err := harness.PodsOf(ctx, env.c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods) == 0, fmt.Sprintf("pods %v", harness.PodPhases(pods))
+	})
+	task := mustGetTask(t, ns, name)
+	if len(task.Status.History) == 0 || task.Status.History[0].Result != v1alpha1.RunResultCancelled || task.Status.Attempts != 1 {
+		t.Fatalf("status after the cancel: phase %s, history %+v", task.Status.Phase, task.Status.History)
+	}
+	expectCondition(t, task, v1alpha1.ConditionReady, metav1.ConditionFalse, string(v1alpha1.ReasonCancelled))
+	expectCondition(t, task, v1alpha1.ConditionFinished, metav1.ConditionTrue, string(v1alpha1.ReasonCancelled))
+	t.Logf("SIGINT to kubectl task run --wait: pod gone %s after the signal (%s polling), Task %s; plugin said:\n%s",
+		harness.Secs(time.Since(interrupted)), harness.Secs(gone), task.Status.Phase, out.String())
+}
+
+// The plugin against the real operator: trigger --wait on a failing Task,
+// history --attempts, logs of an earlier attempt, cancel --wait.
+func TestThePluginTriggersCancelsAndExplainsAttempts(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-plugin")
+	create(t, testutil.NewTask(ns, "flaky", testutil.Retries(1, 1, 1, 1),
+		testutil.Shell(`echo "attempt on $(hostname)"; exit 7`)))
+	kubectlWait(t, ns, "condition=Finished", "task/flaky", 90*time.Second)
+
+	attempts := kubectlTask(t, 30*time.Second, "history", "flaky", "-n", ns, "--attempts")
+	for _, s := range []string{"ATTEMPT", "PodFailed", "7"} {
+		if !strings.Contains(attempts, s) {
+			t.Errorf("history --attempts lacks %q:\n%s", s, attempts)
+		}
+	}
+	if logs := kubectlTask(t, 30*time.Second, "logs", "flaky", "-n", ns, "--attempt", "1"); !strings.Contains(logs, "flaky-") {
+		t.Errorf("logs --attempt 1: %q", logs)
+	}
+
+	// trigger --wait on a run that fails: exit 1 and where to look.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	trigger := exec.CommandContext(ctx, env.plugin, "trigger", "flaky", "-n", ns, "--wait", "--timeout", "90s", "--kubeconfig", env.cluster.Kubeconfig)
+	out, err := trigger.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "more: kubectl task history flaky") {
+		t.Errorf("trigger --wait of a failing run: %v\n%s", err, out)
+	}
+
+	// cancel --wait stops a run that would run for an hour.
+	create(t, testutil.NewTask(ns, "long", testutil.Shell(runsUntilStopped)))
+	eventually(t, 60*time.Second, "task/long running", func(ctx context.Context) (bool, string) {
+		task, err := harness.GetTask(ctx, env.c, ns, "long")
+		if err != nil {
+			return false, err.Error()
+		}
+		return task.Status.Phase == v1alpha1.PhaseRunning, string(task.Status.Phase)
+	})
+	res := kubectlTask(t, 60*time.Second, "cancel", "long", "-n", ns, "--wait", "--timeout", "45s")
+	if !strings.Contains(res, "cancelled: run 0") {
+		t.Errorf("cancel --wait said %q", res)
+	}
+	if task := mustGetTask(t, ns, "long"); task.Status.Phase != v1alpha1.PhaseFailed || len(task.Status.Active) != 0 {
+		t.Errorf("after cancel: phase %s, %d active Jobs", task.Status.Phase, len(task.Status.Active))
+	}
+}
