@@ -41,14 +41,10 @@ is unfinished (exit 0).`,
   kubectl task cancel build -n ci --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTimeout(timeout); err != nil {
-				return err
-			}
-			c, err := a.getClients()
+			c, key, err := a.taskArg(timeout, args[0])
 			if err != nil {
 				return err
 			}
-			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
 			start := a.now()
 			token := a.newToken()
 			task, err := c.getTask(cmd.Context(), key)
@@ -75,8 +71,14 @@ is unfinished (exit 0).`,
 
 // setCancel sets the cancel annotation of the Task to token.
 func setCancel(ctx context.Context, c *clients, key types.NamespacedName, token string) error {
+	return setAnnotation(ctx, c, key, v1alpha1.AnnotationCancel, token)
+}
+
+// setAnnotation sets one annotation of the Task with a merge patch: the
+// run-now and cancel tokens, without reading the Task first.
+func setAnnotation(ctx context.Context, c *clients, key types.NamespacedName, name, value string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{v1alpha1.AnnotationCancel: token},
+		"annotations": map[string]string{name: value},
 	}})
 	if err != nil {
 		return err
@@ -87,7 +89,7 @@ func setCancel(ctx context.Context, c *clients, key types.NamespacedName, token 
 		if apierrors.IsNotFound(err) {
 			return notFoundError(key)
 		}
-		return fmt.Errorf("setting the cancel annotation on task/%s: %w", key.Name, err)
+		return fmt.Errorf("setting the %s annotation on task/%s: %w", name, key.Name, err)
 	}
 	return nil
 }

@@ -39,10 +39,7 @@ end and message; they stay after the attempts' Jobs are pruned.`,
 				return err
 			}
 			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
-			if attempts {
-				return a.attempts(cmd.Context(), c, key, noTrunc)
-			}
-			return a.history(cmd.Context(), c, key, noTrunc)
+			return a.history(cmd.Context(), c, key, noTrunc, attempts)
 		},
 	}
 	cmd.Flags().BoolVar(&noTrunc, "no-trunc", false, "print messages in full (still on one line)")
@@ -50,12 +47,21 @@ end and message; they stay after the attempts' Jobs are pruned.`,
 	return cmd
 }
 
-func (a *app) history(ctx context.Context, c *clients, key types.NamespacedName, noTrunc bool) error {
+// history prints the Task's runs, or with attempts the newest run's
+// attempts.
+func (a *app) history(ctx context.Context, c *clients, key types.NamespacedName, noTrunc, attempts bool) error {
 	task, err := c.getTask(ctx, key)
 	if err != nil {
 		return err
 	}
-	if len(task.Status.History) == 0 {
+	switch {
+	case attempts && len(task.Status.AttemptRecords) == 0:
+		fmt.Fprintf(a.errOut(), "No attempts recorded for task/%s yet.\n", key.Name)
+		return nil
+	case attempts:
+		fmt.Fprintf(a.errOut(), "run %s of task/%s:\n", task.Status.CurrentRun, key.Name)
+		return printAttempts(a.out(), task.Status.AttemptRecords, noTrunc)
+	case len(task.Status.History) == 0:
 		fmt.Fprintf(a.errOut(), "No runs recorded for task/%s yet.\n", key.Name)
 		return nil
 	}
@@ -72,32 +78,12 @@ func printHistory(w io.Writer, runs []v1alpha1.RunRecord, now time.Time, noTrunc
 		if d, ok := runDuration(r, now); ok {
 			duration = formatDuration(d)
 		}
-		width := messageWidth
-		if noTrunc {
-			width = 0
-		}
-		msg := oneLine(r.Message, width)
-		if msg == "" {
-			msg = "-"
-		}
+		msg := messageCell(r.Message, noTrunc)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.RunID, r.Result, strconv.Itoa(int(r.Attempts)),
 			formatTime(r.StartTime), formatTime(r.CompletionTime), duration, msg)
 	}
 	return tw.Flush()
-}
-
-func (a *app) attempts(ctx context.Context, c *clients, key types.NamespacedName, noTrunc bool) error {
-	task, err := c.getTask(ctx, key)
-	if err != nil {
-		return err
-	}
-	if len(task.Status.AttemptRecords) == 0 {
-		fmt.Fprintf(a.errOut(), "No attempts recorded for task/%s yet.\n", key.Name)
-		return nil
-	}
-	fmt.Fprintf(a.errOut(), "run %s of task/%s:\n", task.Status.CurrentRun, key.Name)
-	return printAttempts(a.out(), task.Status.AttemptRecords, noTrunc)
 }
 
 // printAttempts prints attempt records as a table.
@@ -116,16 +102,22 @@ func printAttempts(w io.Writer, recs []v1alpha1.AttemptRecord, noTrunc bool) err
 		if r.ExitCode != nil {
 			exit = strconv.Itoa(int(*r.ExitCode))
 		}
-		width := messageWidth
-		if noTrunc {
-			width = 0
-		}
-		msg := oneLine(r.Message, width)
-		if msg == "" {
-			msg = "-"
-		}
+		msg := messageCell(r.Message, noTrunc)
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Attempt, r.JobName, result, reason, exit,
 			formatTime(r.StartTime), formatTime(r.CompletionTime), msg)
 	}
 	return tw.Flush()
+}
+
+// messageCell is a message on one line, cut at messageWidth unless noTrunc;
+// "-" when empty.
+func messageCell(msg string, noTrunc bool) string {
+	width := messageWidth
+	if noTrunc {
+		width = 0
+	}
+	if msg = oneLine(msg, width); msg == "" {
+		return "-"
+	}
+	return msg
 }

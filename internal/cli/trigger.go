@@ -4,14 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
@@ -103,21 +100,8 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		}
 	}
 
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{
-			"annotations": map[string]string{v1alpha1.AnnotationRunNow: token},
-		},
-	})
-	if err != nil {
+	if err := setAnnotation(ctx, c, key, v1alpha1.AnnotationRunNow, token); err != nil {
 		return err
-	}
-	target := &v1alpha1.Task{}
-	target.Name, target.Namespace = key.Name, key.Namespace
-	if err := c.ctrl.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFoundError(key)
-		}
-		return fmt.Errorf("setting the run-now annotation on task/%s: %w", key.Name, err)
 	}
 	id := runs.RunNowID(token)
 	fmt.Fprintf(a.out(), "task/%s triggered: run %s (run-now token %q)\n", key.Name, id, token)

@@ -37,14 +37,10 @@ Progress goes to stderr, the result to stdout (success) or stderr (failure).`,
   kubectl task wait build -n ci --timeout 10m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTimeout(timeout); err != nil {
-				return err
-			}
-			c, err := a.getClients()
+			c, key, err := a.taskArg(timeout, args[0])
 			if err != nil {
 				return err
 			}
-			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
 			return a.waitFor(cmd.Context(), c, key, timeout, a.now(), newTaskTracker())
 		},
 	}
@@ -55,6 +51,19 @@ Progress goes to stderr, the result to stdout (success) or stderr (failure).`,
 func addTimeoutFlag(cmd *cobra.Command, timeout *time.Duration) {
 	cmd.Flags().DurationVar(timeout, "timeout", DefaultTimeout,
 		"how long to wait (e.g. 90s, 10m, 1h); 0 waits without limit")
+}
+
+// taskArg checks --timeout and names the Task a command is about, in the
+// namespace of -n or the kubeconfig context.
+func (a *app) taskArg(timeout time.Duration, name string) (*clients, types.NamespacedName, error) {
+	if err := checkTimeout(timeout); err != nil {
+		return nil, types.NamespacedName{}, err
+	}
+	c, err := a.getClients()
+	if err != nil {
+		return nil, types.NamespacedName{}, err
+	}
+	return c, types.NamespacedName{Namespace: c.namespace, Name: name}, nil
 }
 
 func checkTimeout(timeout time.Duration) error {

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
@@ -17,13 +16,7 @@ import (
 // setCancel sets the cancel annotation to token.
 func setCancel(t *testing.T, task *v1alpha1.Task, token string) {
 	t.Helper()
-	fresh := getTask(t, task)
-	patch := client.MergeFrom(fresh.DeepCopy())
-	if fresh.Annotations == nil {
-		fresh.Annotations = map[string]string{}
-	}
-	fresh.Annotations[v1alpha1.AnnotationCancel] = token
-	must(t, k8s.Patch(ctx, fresh, patch))
+	setAnnotation(t, task, v1alpha1.AnnotationCancel, token)
 }
 
 func cancelled(x *v1alpha1.Task) bool {

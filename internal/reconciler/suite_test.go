@@ -281,24 +281,24 @@ func assertConditions(t *testing.T, task *v1alpha1.Task, ready, failed, reconcil
 // again (used after moving the fake clock).
 func poke(t *testing.T, task *v1alpha1.Task) {
 	t.Helper()
-	fresh := getTask(t, task)
-	patch := client.MergeFrom(fresh.DeepCopy())
-	if fresh.Annotations == nil {
-		fresh.Annotations = map[string]string{}
-	}
-	fresh.Annotations["test.taskops.io/poke"] = strconv.FormatInt(time.Now().UnixNano(), 10)
-	must(t, k8s.Patch(ctx, fresh, patch))
+	setAnnotation(t, task, "test.taskops.io/poke", strconv.FormatInt(time.Now().UnixNano(), 10))
 }
 
 // setRunNow sets the run-now annotation to token.
 func setRunNow(t *testing.T, task *v1alpha1.Task, token string) {
+	t.Helper()
+	setAnnotation(t, task, v1alpha1.AnnotationRunNow, token)
+}
+
+// setAnnotation sets one annotation of the stored Task (a merge patch).
+func setAnnotation(t *testing.T, task *v1alpha1.Task, name, value string) {
 	t.Helper()
 	fresh := getTask(t, task)
 	patch := client.MergeFrom(fresh.DeepCopy())
 	if fresh.Annotations == nil {
 		fresh.Annotations = map[string]string{}
 	}
-	fresh.Annotations[v1alpha1.AnnotationRunNow] = token
+	fresh.Annotations[name] = value
 	must(t, k8s.Patch(ctx, fresh, patch))
 }
 
