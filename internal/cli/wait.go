@@ -115,6 +115,9 @@ func (a *app) waitFor(ctx context.Context, c *clients, key types.NamespacedName,
 			w = a.errOut()
 		}
 		printLines(w, res.lines)
+		if res.code == ExitFailed {
+			a.printLastLogLines(ctx, c, key)
+		}
 		if res.code == ExitOK {
 			return nil
 		}
@@ -138,6 +141,29 @@ func (a *app) waitFor(ctx context.Context, c *clients, key types.NamespacedName,
 	default:
 		return err
 	}
+}
+
+// failureLogLines is how many lines of the failed attempt's log a failed
+// wait prints.
+const failureLogLines = 10
+
+// printLastLogLines prints, after a failure, the end of the newest
+// attempt's logs while its pods exist: often the reason itself. Best
+// effort: a log that cannot be read is left out.
+func (a *app) printLastLogLines(ctx context.Context, c *clients, key types.NamespacedName) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	task, err := c.getTask(lctx, key)
+	if err != nil {
+		return
+	}
+	pods, job, err := podsOfNewestAttempt(lctx, c.kube, task)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(a.errOut(), "last %d log lines of job %s:\n", failureLogLines, job)
+	var discard strings.Builder
+	_ = streamLogs(lctx, c.kube, pods, logsOptions{tail: failureLogLines}, a.errOut(), &discard, job)
 }
 
 func printLines(w io.Writer, lines []string) {

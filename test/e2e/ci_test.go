@@ -150,8 +150,14 @@ func TestThePluginTriggersCancelsAndExplainsAttempts(t *testing.T) {
 	trigger := exec.CommandContext(ctx, env.plugin, "trigger", "flaky", "-n", ns, "--wait", "--timeout", "90s", "--kubeconfig", env.cluster.Kubeconfig)
 	out, err := trigger.CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "more: kubectl task history flaky") {
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("trigger --wait of a failing run: %v\n%s", err, out)
+	}
+	// Where to look: the attempts, the commands, the end of the log.
+	for _, s := range []string{"attempts of run m", "exit code 7", "more: kubectl task history flaky", "log lines of job flaky-", "attempt on flaky-"} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("trigger --wait of a failing run does not say %q:\n%s", s, out)
+		}
 	}
 
 	// cancel --wait stops a run that would run for an hour.
