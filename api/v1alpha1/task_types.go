@@ -39,6 +39,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.image)",message="spec.image is only allowed when type is shell: http Tasks always run the runner image"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(oldSelf.schedule)",message="spec.schedule cannot be added or removed after creation: a Task is one-shot or scheduled for life"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.timeZone)",message="spec.timeZone is only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.nonRetryableExitCodes)",message="spec.nonRetryableExitCodes is only allowed when type is shell: the http runner has its own failure classes"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="spec.volumeMounts must name volumes of spec.volumes"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
 type TaskSpec struct {
@@ -81,6 +83,16 @@ type TaskSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	MaxRetry int32 `json:"maxRetry,omitempty"`
+
+	// NonRetryableExitCodes are exit codes of a shell Task's script after
+	// which the run fails NotRetryable at once (the Job's podFailurePolicy
+	// fails it), without the retries left.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=255
+	NonRetryableExitCodes []int32 `json:"nonRetryableExitCodes,omitempty"`
 
 	// Backoff is the delay between a failed attempt and the next:
 	// min(initialSeconds * factor^(n-1), maxSeconds) before attempt n+1.
@@ -184,12 +196,15 @@ type TaskSpec struct {
 	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
 
 	// Env is passed to the Task's container. Names starting with TASK_HTTP_
-	// are reserved for the http runner.
+	// are reserved for the http runner, and the run context (TASK_NAME,
+	// TASK_NAMESPACE, TASK_RUN_ID, TASK_ATTEMPT, TASK_SCHEDULED_TIME) is the
+	// operator's.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !e.name.startsWith('TASK_HTTP_'))",message="spec.env cannot set names starting with TASK_HTTP_: they are reserved for the http runner"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !(e.name in ['TASK_NAME', 'TASK_NAMESPACE', 'TASK_RUN_ID', 'TASK_ATTEMPT', 'TASK_SCHEDULED_TIME']))",message="spec.env cannot set TASK_NAME, TASK_NAMESPACE, TASK_RUN_ID, TASK_ATTEMPT or TASK_SCHEDULED_TIME: the operator sets them for every pod"
 	Env []EnvVar `json:"env,omitempty"`
 
 	// Resources of the Task's container.
@@ -206,6 +221,147 @@ type TaskSpec struct {
 	// PodMetadata adds labels and annotations to the pods.
 	// +optional
 	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+
+	// NodeSelector is the pods' nodeSelector, as in a pod.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations are the pods' tolerations, as in a pod.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity is the pods' affinity, as in a pod.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// PriorityClassName is the pods' PriorityClass.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// ImagePullSecrets name Secrets of the namespace the kubelet pulls the
+	// image with (the operator never reads them).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	ImagePullSecrets []LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Volumes of the pods: configMap, secret, emptyDir and
+	// persistentVolumeClaim only, so pods stay within the restricted Pod
+	// Security Standard.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Volumes []Volume `json:"volumes,omitempty"`
+
+	// VolumeMounts mount spec.volumes into the Task's container.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(o, o.mountPath == m.mountPath))",message="spec.volumeMounts cannot mount two volumes at the same mountPath"
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+
+	// WorkingDir is the container's working directory (an absolute path).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	WorkingDir string `json:"workingDir,omitempty"`
+
+	// SecurityContext overrides the user and group the pods run as (default
+	// 65532). Never 0: pods stay non-root, within the restricted Pod
+	// Security Standard.
+	// +optional
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
+}
+
+// LocalObjectReference names an object in the Task's namespace.
+type LocalObjectReference struct {
+	// Name of the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// Volume is a volume of the pods: exactly one of its sources is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.secret) ? 1 : 0) + (has(self.emptyDir) ? 1 : 0) + (has(self.persistentVolumeClaim) ? 1 : 0) == 1",message="a volume needs exactly one of configMap, secret, emptyDir or persistentVolumeClaim"
+type Volume struct {
+	// Name of the volume, which volumeMounts refer to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// ConfigMap mounts a ConfigMap, as in a pod.
+	// +optional
+	ConfigMap *corev1.ConfigMapVolumeSource `json:"configMap,omitempty"`
+
+	// Secret mounts a Secret, as in a pod (the kubelet reads it; the
+	// operator never does).
+	// +optional
+	Secret *corev1.SecretVolumeSource `json:"secret,omitempty"`
+
+	// EmptyDir is a scratch directory, as in a pod.
+	// +optional
+	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
+
+	// PersistentVolumeClaim mounts a claim of the namespace, as in a pod.
+	// +optional
+	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+}
+
+// VolumeMount mounts one of spec.volumes into the Task's container.
+type VolumeMount struct {
+	// Name of the volume in spec.volumes.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// MountPath is where, an absolute path.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	MountPath string `json:"mountPath"`
+
+	// ReadOnly mounts the volume read-only.
+	// +optional
+	ReadOnly bool `json:"readOnly,omitempty"`
+
+	// SubPath mounts one path within the volume (relative, without "..").
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(p, p == '..')",message="subPath must be a relative path without '..'"
+	SubPath string `json:"subPath,omitempty"`
+}
+
+// SecurityContext is the part of a pod's security context a Task may set.
+type SecurityContext struct {
+	// RunAsUser is the pods' user id (not 0).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+
+	// RunAsGroup is the pods' primary group id (not 0).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+
+	// FSGroup owns the pods' volumes that support it (not 0).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	FSGroup *int64 `json:"fsGroup,omitempty"`
 }
 
 // Backoff is the exponential delay between attempts.
@@ -231,6 +387,15 @@ type Backoff struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10
 	Factor int32 `json:"factor"`
+
+	// JitterPercent spreads the delays: each is drawn uniformly from
+	// [delay x (1 - p/100), delay], the same on every look at the same
+	// attempt (it is derived from the Task, run and attempt), so many Tasks
+	// failing at once do not all retry at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	JitterPercent int32 `json:"jitterPercent,omitempty"`
 }
 
 // HTTPMethod is the method of an http Task's request.

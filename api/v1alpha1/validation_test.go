@@ -135,6 +135,74 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 			[]string{"spec.concurrencyPolicy", "Unsupported value"}},
 		{"a url over 2 KiB is refused", httpTask("long-url", func(t *v1alpha1.Task) { t.Spec.URL = "https://x.example/" + strings.Repeat("a", 2048) }),
 			[]string{"spec.url", "Too long"}},
+		// Pod fields (contract v4).
+		{"runAsUser 0 is refused", shellTask("root", func(t *v1alpha1.Task) {
+			t.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: ptr.To[int64](0)}
+		}), []string{"spec.securityContext.runAsUser", "greater than or equal to 1"}},
+		{"runAsGroup 0 is refused", shellTask("root-group", func(t *v1alpha1.Task) {
+			t.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsGroup: ptr.To[int64](0)}
+		}), []string{"spec.securityContext.runAsGroup", "greater than or equal to 1"}},
+		{"fsGroup 0 is refused", shellTask("root-fs", func(t *v1alpha1.Task) {
+			t.Spec.SecurityContext = &v1alpha1.SecurityContext{FSGroup: ptr.To[int64](0)}
+		}), []string{"spec.securityContext.fsGroup", "greater than or equal to 1"}},
+		{"a volume with two sources is refused", shellTask("two-sources", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{},
+				Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}
+		}), []string{"spec.volumes[0]", "exactly one of configMap, secret, emptyDir or persistentVolumeClaim"}},
+		{"a volume with no source (say, a hostPath) is refused", shellTask("host-path", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v"}}
+		}), []string{"spec.volumes[0]", "exactly one of"}},
+		{"more than 16 volumes are refused", shellTask("many-volumes", func(t *v1alpha1.Task) {
+			for i := 0; i < 17; i++ {
+				t.Spec.Volumes = append(t.Spec.Volumes, v1alpha1.Volume{Name: fmt.Sprintf("v%d", i), EmptyDir: &corev1.EmptyDirVolumeSource{}})
+			}
+		}), []string{"spec.volumes", "must have at most 16 items"}},
+		{"two volumes with one name are refused", shellTask("dup-volume", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}, {Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+		}), []string{"spec.volumes[1]", "Duplicate value"}},
+		{"a volume name that is not a DNS label is refused", shellTask("volume-name", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "My_Volume", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+		}), []string{"spec.volumes[0].name"}},
+		{"a mount of a volume that does not exist is refused", shellTask("mount-missing", func(t *v1alpha1.Task) {
+			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "nope", MountPath: "/data"}}
+		}), []string{"spec.volumeMounts must name volumes of spec.volumes"}},
+		{"a relative mountPath is refused", shellTask("mount-relative", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "v", MountPath: "data"}}
+		}), []string{"spec.volumeMounts[0].mountPath"}},
+		{"two mounts at one mountPath are refused", shellTask("mount-twice", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "a", EmptyDir: &corev1.EmptyDirVolumeSource{}}, {Name: "b", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "a", MountPath: "/data"}, {Name: "b", MountPath: "/data"}}
+		}), []string{"spec.volumeMounts", "same mountPath"}},
+		{"a subPath with .. is refused", shellTask("subpath", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "v", MountPath: "/data", SubPath: "a/../../etc"}}
+		}), []string{"spec.volumeMounts[0].subPath", "relative path without '..'"}},
+		{"a relative workingDir is refused", shellTask("workdir", func(t *v1alpha1.Task) { t.Spec.WorkingDir = "work" }),
+			[]string{"spec.workingDir"}},
+		{"a priorityClassName that is not a DNS name is refused", shellTask("priority", func(t *v1alpha1.Task) { t.Spec.PriorityClassName = "High Priority" }),
+			[]string{"spec.priorityClassName"}},
+		{"an image pull secret without a name is refused", shellTask("pull-secret", func(t *v1alpha1.Task) {
+			t.Spec.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: ""}}
+		}), []string{"spec.imagePullSecrets[0].name"}},
+		{"more than 32 tolerations are refused", shellTask("tolerations", func(t *v1alpha1.Task) {
+			for i := 0; i < 33; i++ {
+				t.Spec.Tolerations = append(t.Spec.Tolerations, corev1.Toleration{Key: fmt.Sprintf("k%d", i), Operator: corev1.TolerationOpExists})
+			}
+		}), []string{"spec.tolerations", "must have at most 32 items"}},
+		{"the run context cannot be set in env", shellTask("run-context", func(t *v1alpha1.Task) {
+			t.Spec.Env = []v1alpha1.EnvVar{{Name: "TASK_ATTEMPT", Value: ptr.To("1")}}
+		}), []string{"spec.env cannot set TASK_NAME, TASK_NAMESPACE, TASK_RUN_ID, TASK_ATTEMPT or TASK_SCHEDULED_TIME"}},
+		// Failure classes.
+		{"an exit code above 255 is refused", shellTask("exit-256", func(t *v1alpha1.Task) { t.Spec.NonRetryableExitCodes = []int32{256} }),
+			[]string{"spec.nonRetryableExitCodes[0]", "less than or equal to 255"}},
+		{"exit code 0 is refused", shellTask("exit-0", func(t *v1alpha1.Task) { t.Spec.NonRetryableExitCodes = []int32{0} }),
+			[]string{"spec.nonRetryableExitCodes[0]", "greater than or equal to 1"}},
+		{"nonRetryableExitCodes on an http Task are refused", httpTask("http-codes", func(t *v1alpha1.Task) { t.Spec.NonRetryableExitCodes = []int32{3} }),
+			[]string{"spec.nonRetryableExitCodes is only allowed when type is shell"}},
+		{"a jitter above 100 percent is refused", shellTask("jitter", func(t *v1alpha1.Task) {
+			t.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: 10, MaxSeconds: 60, Factor: 2, JitterPercent: 101}
+		}), []string{"spec.backoff.jitterPercent", "less than or equal to 100"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

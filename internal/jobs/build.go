@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -71,7 +73,7 @@ func Build(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Tim
 			Annotations:     jobAnnotations(task, scheduled),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
 		},
-		Spec: jobSpec(task, runID, attempt, opts),
+		Spec: jobSpec(task, runID, attempt, scheduled, opts),
 	}
 }
 
@@ -116,7 +118,7 @@ func ownerRef(task *v1alpha1.Task) metav1.OwnerReference {
 // jobSpec: one attempt is one Job, so the Job never retries by itself
 // (backoffLimit 0); retries are the operator's, with its own backoff.
 // No ttlSecondsAfterFinished: the history limits decide when Jobs go.
-func jobSpec(task *v1alpha1.Task, runID string, attempt int32, opts Options) batchv1.JobSpec {
+func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, opts Options) batchv1.JobSpec {
 	replicas := replicas(task)
 	spec := batchv1.JobSpec{
 		BackoffLimit: ptr.To[int32](0),
@@ -126,7 +128,7 @@ func jobSpec(task *v1alpha1.Task, runID string, attempt int32, opts Options) bat
 		Completions:      ptr.To(replicas),
 		Parallelism:      ptr.To(replicas),
 		PodFailurePolicy: podFailurePolicy(task),
-		Template:         podTemplate(task, runID, attempt, opts),
+		Template:         podTemplate(task, runID, attempt, scheduled, opts),
 	}
 	if task.Spec.ActiveDeadlineSeconds != nil {
 		spec.ActiveDeadlineSeconds = ptr.To(*task.Spec.ActiveDeadlineSeconds)
@@ -155,31 +157,65 @@ func podFailurePolicy(task *v1alpha1.Task) *batchv1.PodFailurePolicy {
 			Status: corev1.ConditionTrue,
 		}},
 	}}
-	if task.Spec.Type == v1alpha1.TaskTypeHTTP {
-		// The runner exits 2 for a request that can never succeed: fail the
-		// Job with reason PodFailurePolicy, which the controller reads as
-		// NotRetryable. A shell script's exit code 2 means nothing special.
+	// Exit codes after which retrying cannot help fail the Job at once
+	// with reason PodFailurePolicy, which the controller reads as
+	// NotRetryable: the runner's 2 for an http Task ("bad request
+	// definition"), spec.nonRetryableExitCodes for a shell Task (a shell
+	// script's exit code 2 means nothing special).
+	var codes []int32
+	switch task.Spec.Type {
+	case v1alpha1.TaskTypeHTTP:
+		codes = []int32{runnerExitNotRetryable}
+	default:
+		codes = sortedCodes(task.Spec.NonRetryableExitCodes)
+	}
+	if len(codes) > 0 {
 		rules = append(rules, batchv1.PodFailurePolicyRule{
 			Action: batchv1.PodFailurePolicyActionFailJob,
 			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
 				ContainerName: ptr.To(ContainerName),
 				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
-				Values:        []int32{runnerExitNotRetryable},
+				Values:        codes,
 			},
 		})
 	}
 	return &batchv1.PodFailurePolicy{Rules: rules}
 }
 
+// sortedCodes is a sorted copy of exit codes: the Job API wants the
+// values of an In rule ordered and unique.
+func sortedCodes(codes []int32) []int32 {
+	if len(codes) == 0 {
+		return nil
+	}
+	out := slices.Clone(codes)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // podTemplate is the pod every index of the attempt runs.
-func podTemplate(task *v1alpha1.Task, runID string, attempt int32, opts Options) corev1.PodTemplateSpec {
+func podTemplate(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, opts Options) corev1.PodTemplateSpec {
+	c := container(task, opts)
+	// The run context comes last: admission refuses these names in
+	// spec.env, and later entries win anyway.
+	c.Env = append(c.Env, runContextEnv(task, runID, attempt, scheduled)...)
 	spec := corev1.PodSpec{
 		// Required by podFailurePolicy; the operator, not the kubelet,
 		// decides about retries.
 		RestartPolicy:      corev1.RestartPolicyNever,
 		ServiceAccountName: task.Spec.ServiceAccountName,
-		SecurityContext:    podSecurityContext(),
-		Containers:         []corev1.Container{container(task, opts)},
+		SecurityContext:    podSecurityContext(task.Spec.SecurityContext),
+		Containers:         []corev1.Container{c},
+		NodeSelector:       maps.Clone(task.Spec.NodeSelector),
+		Affinity:           task.Spec.Affinity.DeepCopy(),
+		PriorityClassName:  task.Spec.PriorityClassName,
+		Volumes:            volumes(task.Spec.Volumes),
+	}
+	for i := range task.Spec.Tolerations {
+		spec.Tolerations = append(spec.Tolerations, *task.Spec.Tolerations[i].DeepCopy())
+	}
+	for _, s := range task.Spec.ImagePullSecrets {
+		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
 	}
 	if task.Spec.ServiceAccountName == "" {
 		// A Task that names no ServiceAccount gets no API credentials: the
@@ -228,13 +264,75 @@ func podAnnotations(task *v1alpha1.Task) map[string]string {
 // image: a numeric non-root user and group (so root-by-default images start
 // rather than being refused by runAsNonRoot) and the runtime's default
 // seccomp profile.
-func podSecurityContext() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
+func podSecurityContext(sc *v1alpha1.SecurityContext) *corev1.PodSecurityContext {
+	out := &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		RunAsUser:      ptr.To(DefaultRunAsID),
 		RunAsGroup:     ptr.To(DefaultRunAsID),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+	// spec.securityContext overrides the ids; admission keeps them above 0.
+	if sc != nil {
+		if sc.RunAsUser != nil {
+			out.RunAsUser = ptr.To(*sc.RunAsUser)
+		}
+		if sc.RunAsGroup != nil {
+			out.RunAsGroup = ptr.To(*sc.RunAsGroup)
+		}
+		if sc.FSGroup != nil {
+			out.FSGroup = ptr.To(*sc.FSGroup)
+		}
+	}
+	return out
+}
+
+// Run context variables every pod gets (JOB_COMPLETION_INDEX comes from the
+// Job controller for Indexed Jobs).
+const (
+	EnvTaskName          = "TASK_NAME"
+	EnvTaskNamespace     = "TASK_NAMESPACE"
+	EnvTaskRunID         = "TASK_RUN_ID"
+	EnvTaskAttempt       = "TASK_ATTEMPT"
+	EnvTaskScheduledTime = "TASK_SCHEDULED_TIME"
+)
+
+// runContextEnv tells the pod which Task, run and attempt it is, and for a
+// scheduled run its slot (RFC 3339, UTC).
+func runContextEnv(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: EnvTaskName, Value: task.Name},
+		{Name: EnvTaskNamespace, Value: task.Namespace},
+		{Name: EnvTaskRunID, Value: runID},
+		{Name: EnvTaskAttempt, Value: strconv.FormatInt(int64(attempt), 10)},
+	}
+	if scheduled != nil {
+		env = append(env, corev1.EnvVar{Name: EnvTaskScheduledTime, Value: scheduled.UTC().Format(time.RFC3339)})
+	}
+	return env
+}
+
+// volumes converts spec.volumes (admission allows only sources the
+// restricted Pod Security Standard admits).
+func volumes(vs []v1alpha1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+			ConfigMap:             v.ConfigMap.DeepCopy(),
+			Secret:                v.Secret.DeepCopy(),
+			EmptyDir:              v.EmptyDir.DeepCopy(),
+			PersistentVolumeClaim: v.PersistentVolumeClaim.DeepCopy(),
+		}})
+	}
+	return out
+}
+
+// volumeMounts converts spec.volumeMounts.
+func volumeMounts(ms []v1alpha1.VolumeMount) []corev1.VolumeMount {
+	var out []corev1.VolumeMount
+	for _, m := range ms {
+		out = append(out, corev1.VolumeMount{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly, SubPath: m.SubPath})
+	}
+	return out
 }
 
 // containerSecurityContext holds the "restricted" fields that only exist per
@@ -258,6 +356,8 @@ func container(task *v1alpha1.Task, opts Options) corev1.Container {
 		Resources:                resources(task),
 		Env:                      userEnv(task),
 		ImagePullPolicy:          task.Spec.ImagePullPolicy,
+		VolumeMounts:             volumeMounts(task.Spec.VolumeMounts),
+		WorkingDir:               task.Spec.WorkingDir,
 	}
 	switch task.Spec.Type {
 	case v1alpha1.TaskTypeHTTP:

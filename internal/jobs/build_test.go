@@ -140,6 +140,12 @@ func TestBuildShellTaskHasTheWholeContractShape(t *testing.T) {
 							{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password", Optional: ptr.To(true)}}},
 							{Name: "LEVEL", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}, Key: "level"}}},
 							{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+							// The run context, last.
+							{Name: "TASK_NAME", Value: "backup"},
+							{Name: "TASK_NAMESPACE", Value: "team-a"},
+							{Name: "TASK_RUN_ID", Value: "s1767225600"},
+							{Name: "TASK_ATTEMPT", Value: "2"},
+							{Name: "TASK_SCHEDULED_TIME", Value: "2026-01-01T00:00:00Z"},
 						},
 					}},
 				},
@@ -319,10 +325,69 @@ func TestBuildHTTPTask(t *testing.T) {
 			if strings.Join(c.Command, " ") != "/task-runner" || strings.Join(c.Args, " ") != "http" {
 				t.Errorf("command/args = %q %q, want [/task-runner] [http]", c.Command, c.Args)
 			}
-			if !equality.Semantic.DeepEqual(c.Env, tt.want) {
-				t.Errorf("env =\n%s\nwant\n%s", asJSON(t, c.Env), asJSON(t, tt.want))
+			want := append(tt.want,
+				corev1.EnvVar{Name: "TASK_NAME", Value: "backup"}, corev1.EnvVar{Name: "TASK_NAMESPACE", Value: "team-a"},
+				corev1.EnvVar{Name: "TASK_RUN_ID", Value: "0"}, corev1.EnvVar{Name: "TASK_ATTEMPT", Value: "1"})
+			if !equality.Semantic.DeepEqual(c.Env, want) {
+				t.Errorf("env =\n%s\nwant\n%s", asJSON(t, c.Env), asJSON(t, want))
 			}
 		})
+	}
+}
+
+func TestEveryPodFieldReachesTheJob(t *testing.T) {
+	claim := corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}
+	task := newTask(func(t *v1alpha1.Task) {
+		t.Spec.NodeSelector = map[string]string{"pool": "batch"}
+		t.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
+		t.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+		t.Spec.PriorityClassName = "batch-low"
+		t.Spec.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: "registry"}}
+		t.Spec.Volumes = []v1alpha1.Volume{
+			{Name: "scripts", ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "scripts"}}},
+			{Name: "creds", Secret: &corev1.SecretVolumeSource{SecretName: "creds"}},
+			{Name: "scratch", EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			{Name: "data", PersistentVolumeClaim: &claim},
+		}
+		t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "scripts", MountPath: "/scripts", ReadOnly: true}, {Name: "scratch", MountPath: "/work", SubPath: "a"}}
+		t.Spec.WorkingDir = "/work"
+		t.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](2000), FSGroup: ptr.To[int64](3000)}
+		t.Spec.NonRetryableExitCodes = []int32{64, 3, 64}
+	})
+	job := Build(task, runs.OneShot, 1, nil, testOpts)
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"nodeSelector", equality.Semantic.DeepEqual(pod.NodeSelector, task.Spec.NodeSelector)},
+		{"tolerations", equality.Semantic.DeepEqual(pod.Tolerations, task.Spec.Tolerations)},
+		{"affinity", equality.Semantic.DeepEqual(pod.Affinity, task.Spec.Affinity)},
+		{"priorityClassName", pod.PriorityClassName == "batch-low"},
+		{"imagePullSecrets", len(pod.ImagePullSecrets) == 1 && pod.ImagePullSecrets[0].Name == "registry"},
+		{"volumes", len(pod.Volumes) == 4 && pod.Volumes[0].ConfigMap.Name == "scripts" && pod.Volumes[1].Secret.SecretName == "creds" &&
+			pod.Volumes[2].EmptyDir != nil && pod.Volumes[3].PersistentVolumeClaim.ClaimName == "data"},
+		{"volumeMounts", equality.Semantic.DeepEqual(c.VolumeMounts, []corev1.VolumeMount{
+			{Name: "scripts", MountPath: "/scripts", ReadOnly: true}, {Name: "scratch", MountPath: "/work", SubPath: "a"}})},
+		{"workingDir", c.WorkingDir == "/work"},
+		{"securityContext", *pod.SecurityContext.RunAsUser == 1000 && *pod.SecurityContext.RunAsGroup == 2000 && *pod.SecurityContext.FSGroup == 3000 &&
+			*pod.SecurityContext.RunAsNonRoot},
+		{"nonRetryableExitCodes", len(job.Spec.PodFailurePolicy.Rules) == 2 &&
+			equality.Semantic.DeepEqual(job.Spec.PodFailurePolicy.Rules[1].OnExitCodes.Values, []int32{3, 64}) &&
+			job.Spec.PodFailurePolicy.Rules[1].Action == batchv1.PodFailurePolicyActionFailJob},
+	}
+	for _, ck := range checks {
+		if !ck.ok {
+			t.Errorf("%s did not reach the Job: %s", ck.what, asJSON(t, job.Spec))
+		}
+	}
+	// The Job shares nothing with the Task.
+	pod.NodeSelector["pool"] = "changed"
+	pod.Affinity.NodeAffinity = nil
+	if task.Spec.NodeSelector["pool"] != "batch" || task.Spec.Affinity.NodeAffinity == nil {
+		t.Error("the Job shares maps or pointers with the Task")
 	}
 }
 

@@ -153,7 +153,7 @@ func Decide(in Input) Plan {
 	if hash, cancels := cancelToken(task, rs); hash != "" {
 		p.CancelToken = hash
 		if cancels {
-			for _, s := range cancelRuns(task, rs, retry.Steps(&task.Spec, rs, now)) {
+			for _, s := range cancelRuns(task, rs, retry.Steps(task, rs, now)) {
 				p.Stop = append(p.Stop, s)
 				runs.Find(rs, s.RunID).Latest().Stop(s.Reason, s.Message, stamp)
 			}
@@ -173,7 +173,7 @@ func Decide(in Input) Plan {
 	}
 
 	// 4. Each run's next step, and which new runs start (or replace).
-	steps := retry.Steps(&task.Spec, rs, now)
+	steps := retry.Steps(task, rs, now)
 	p.Schedule = scheduler.PlanRuns(scheduler.Input{
 		Task: task, Known: knownRuns(task, rs), Runs: runStates(rs, steps), ConsumedTokens: consumedTokens(rs),
 		Schedule: schedule, Now: now,
@@ -206,7 +206,7 @@ func Decide(in Input) Plan {
 
 	// 5. From the runs as the pass leaves them: retries to wait for, the
 	// next slot, the history limits, the TTL.
-	steps = retry.Steps(&task.Spec, rs, now)
+	steps = retry.Steps(task, rs, now)
 	for _, s := range steps {
 		if s.Kind == retry.WaitForRetry {
 			wake.add(s.At)

@@ -125,3 +125,36 @@ func TestARestrictedNamespaceRefusesARootPod(t *testing.T) {
 		t.Fatalf("a root pod was not refused by Pod Security: %v", err)
 	}
 }
+
+// Every pod field a Task may set (contract v4, Pods) keeps its pods within
+// the restricted Pod Security Standard, with no warning.
+func TestATaskUsingEveryPodFieldPassesRestrictedWithNoWarning(t *testing.T) {
+	ns := restrictedNamespace(t)
+	task := newTask(ns, "every-field", func(t *v1alpha1.Task) {
+		t.Spec.NodeSelector = map[string]string{"pool": "batch"}
+		t.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
+		t.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+		t.Spec.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: "registry"}}
+		t.Spec.Volumes = []v1alpha1.Volume{
+			{Name: "scripts", ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "scripts"}, DefaultMode: ptr.To[int32](0o555)}},
+			{Name: "creds", Secret: &corev1.SecretVolumeSource{SecretName: "creds"}},
+			{Name: "scratch", EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			{Name: "data", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}},
+		}
+		t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "scripts", MountPath: "/scripts", ReadOnly: true},
+			{Name: "creds", MountPath: "/creds", ReadOnly: true}, {Name: "scratch", MountPath: "/work"}, {Name: "data", MountPath: "/data"}}
+		t.Spec.WorkingDir = "/work"
+		t.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000)}
+		t.Spec.NonRetryableExitCodes = []int32{64}
+		t.Spec.Shell = "/scripts/run.sh"
+	})
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	if w := admitPod(t, &job); len(w) != 0 {
+		t.Fatalf("Pod Security warnings for a pod using every field: %v", w)
+	}
+	if got := job.Spec.Template.Spec; got.NodeSelector["pool"] != "batch" || len(got.Volumes) != 4 || *got.SecurityContext.FSGroup != 2000 {
+		t.Fatalf("the fields did not reach the Job: %+v", got)
+	}
+}

@@ -95,7 +95,7 @@ func Next(run *runs.Run, p Policy, paused bool, now time.Time) Step {
 	// A deleted Job gets no backoff: when it went is not recorded anywhere
 	// (its stand-in fails "now" on every pass), and someone deleted it on
 	// purpose, not because the work is flaky.
-	delay := p.Delay(last.Number)
+	delay := p.DelayOf(run.ID, last.Number)
 	if last.Reason == v1alpha1.AttemptJobDeleted {
 		delay = 0
 	}
@@ -129,9 +129,12 @@ func exhausted(attempts int32, why string) string {
 }
 
 // Steps is the next step of every run of a Task: Next under the Task's
-// policy, with suspend pausing every run but those a run-now token started.
-func Steps(spec *v1alpha1.TaskSpec, rs []runs.Run, now time.Time) map[string]Step {
+// policy (its jitter seeded by the Task's UID), with suspend pausing every
+// run but those a run-now token started.
+func Steps(task *v1alpha1.Task, rs []runs.Run, now time.Time) map[string]Step {
+	spec := &task.Spec
 	policy := PolicyFor(spec)
+	policy.Seed = string(task.UID)
 	suspended := spec.Suspend != nil && *spec.Suspend
 	steps := make(map[string]Step, len(rs))
 	for i := range rs {

@@ -4,6 +4,10 @@
 package retry
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -28,6 +32,12 @@ type Policy struct {
 	InitialSeconds int64
 	MaxSeconds     int64
 	Factor         int64
+	// JitterPercent spreads each delay over [delay x (1 - p/100), delay].
+	JitterPercent int64
+	// Seed makes the jitter of one Task's attempts its own (the Task's
+	// UID): the spread is a hash of the seed, the run and the attempt, so
+	// every pass computes the same delay for the same attempt.
+	Seed string
 }
 
 // PolicyFor reads the retry policy of a Task spec, with defaults.
@@ -40,6 +50,7 @@ func PolicyFor(spec *v1alpha1.TaskSpec) Policy {
 	}
 	if b := spec.Backoff; b != nil {
 		p.InitialSeconds, p.MaxSeconds, p.Factor = int64(b.InitialSeconds), int64(b.MaxSeconds), int64(b.Factor)
+		p.JitterPercent = min(max(int64(b.JitterPercent), 0), 100)
 		if p.Factor < 1 {
 			p.Factor = 1
 		}
@@ -70,6 +81,20 @@ func (p Policy) Delay(failedAttempt int32) time.Duration {
 		d = p.MaxSeconds
 	}
 	return time.Duration(d) * time.Second
+}
+
+// DelayOf is the wait before the attempt after failedAttempt of run runID:
+// Delay, less a jitter of up to JitterPercent of it, the same for the same
+// seed, run and attempt. Whole seconds, like every time in the status.
+func (p Policy) DelayOf(runID string, failedAttempt int32) time.Duration {
+	d := p.Delay(failedAttempt)
+	if p.JitterPercent <= 0 || d <= 0 {
+		return d
+	}
+	sum := sha256.Sum256([]byte(p.Seed + "/" + runID + "/" + strconv.Itoa(int(failedAttempt))))
+	u := float64(binary.BigEndian.Uint64(sum[:8])) / float64(math.MaxUint64) // in [0, 1]
+	cut := time.Duration(float64(d) * float64(p.JitterPercent) / 100 * u)
+	return (d - cut).Truncate(time.Second)
 }
 
 // StartTimeout is spec.startTimeoutSeconds as a duration, with its default.

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -251,5 +252,28 @@ func TestCheckStart(t *testing.T) {
 				t.Fatalf("CheckStart() = %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+func TestJitterSpreadsEachDelayWithinItsBoundAndIsTheSameOnEveryPass(t *testing.T) {
+	p := policy(3, 100, 1000, 2)
+	if got := p.DelayOf("0", 1); got != 100*time.Second {
+		t.Fatalf("without jitter the delay is %s, want 100s", got)
+	}
+	p.JitterPercent = 50
+	seen := map[time.Duration]bool{}
+	for i := 0; i < 200; i++ {
+		p.Seed = fmt.Sprintf("uid-%d", i)
+		d := p.DelayOf("0", 1)
+		if d < 50*time.Second || d > 100*time.Second || d != d.Truncate(time.Second) {
+			t.Fatalf("seed %s: delay %s, want whole seconds in [50s, 100s]", p.Seed, d)
+		}
+		if again := p.DelayOf("0", 1); again != d {
+			t.Fatalf("seed %s: %s then %s for the same attempt", p.Seed, d, again)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 20 {
+		t.Errorf("200 Tasks got only %d distinct delays: the jitter does not spread them", len(seen))
 	}
 }

@@ -68,7 +68,7 @@ type Input struct {
 func Compute(in Input) v1alpha1.TaskStatus {
 	task := in.Task
 	rs := withOutputs(in.Runs, in.Outputs)
-	steps := retry.Steps(&task.Spec, rs, in.Now)
+	steps := retry.Steps(task, rs, in.Now)
 
 	st := *task.Status.DeepCopy()
 	st.ObservedGeneration = task.Generation
@@ -111,7 +111,7 @@ func OutputsToRead(task *v1alpha1.Task, rs []runs.Run, now time.Time) []string {
 	if a := NewestFailure(rs); a != nil && a.JobName != old.LastErrorJobName {
 		want[a.JobName] = true
 	}
-	steps := retry.Steps(&task.Spec, rs, now)
+	steps := retry.Steps(task, rs, now)
 	for i := range rs {
 		run := &rs[i]
 		a := run.Latest()
