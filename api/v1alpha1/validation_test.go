@@ -1,9 +1,13 @@
 package v1alpha1_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -370,6 +375,40 @@ func TestFuzzFindingsFurtherRules(t *testing.T) {
 				t.Fatalf("a valid Task was refused: %v", err)
 			case c.refuse != "" && (err == nil || !strings.Contains(err.Error(), c.refuse)):
 				t.Fatalf("got %v, want a refusal naming %s", err, c.refuse)
+			}
+		})
+	}
+}
+
+// Every manifest in samples/ is accepted at admission as it is (server-side
+// dry run), so the samples the README points to never drift from the API.
+func TestTheSamplesAreAccepted(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "samples", "*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("samples: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+			for {
+				u := &unstructured.Unstructured{}
+				if err := dec.Decode(&u.Object); err != nil {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					t.Fatal(err)
+				}
+				if len(u.Object) == 0 {
+					continue
+				}
+				u.SetNamespace(ns)
+				if err := k8s.Create(ctx, u, client.DryRunAll); err != nil {
+					t.Errorf("%s %s refused: %v", u.GetKind(), u.GetName(), err)
+				}
 			}
 		})
 	}

@@ -1,0 +1,123 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// Pod fields and the run context on the real node (contract v4, Pods and
+// failure classes): each outcome comes from what really happens in the
+// container.
+
+// A script shipped in a ConfigMap runs from its mount, in an emptyDir
+// working directory that the fsGroup makes writable for UID 65532, and it
+// sees its run context.
+func TestAScriptFromAConfigMapRunsInAWritableEmptyDirWithItsRunContext(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-podfields")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scripts"}, Data: map[string]string{
+		"run.sh": `#!/bin/sh
+set -e
+echo "uid=$(id -u) gid=$(id -g) pwd=$(pwd)"
+echo hello > out.txt && echo "wrote $(cat out.txt) to $(pwd)/out.txt"
+echo "context: name=$TASK_NAME ns=$TASK_NAMESPACE run=$TASK_RUN_ID attempt=$TASK_ATTEMPT index=$JOB_COMPLETION_INDEX"
+[ "$TASK_ATTEMPT" -ge 2 ] || { echo "attempt $TASK_ATTEMPT fails on purpose" >&2; exit 1; }
+`}}
+	create(t, cm)
+	create(t, testutil.NewTask(ns, "from-cm", testutil.Retries(1, 1, 1, 1), testutil.Shell("/scripts/run.sh"), func(task *v1alpha1.Task) {
+		task.Spec.Volumes = []v1alpha1.Volume{
+			{Name: "scripts", ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "scripts"}, DefaultMode: ptr.To[int32](0o555)}},
+			{Name: "work", EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		}
+		task.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "scripts", MountPath: "/scripts", ReadOnly: true}, {Name: "work", MountPath: "/work"}}
+		task.Spec.WorkingDir = "/work"
+		task.Spec.SecurityContext = &v1alpha1.SecurityContext{FSGroup: ptr.To[int64](65532)}
+	}))
+	kubectlWait(t, ns, "condition=Ready", "task/from-cm", 90*time.Second)
+	task := mustGetTask(t, ns, "from-cm")
+	if task.Status.Attempts != 2 {
+		t.Fatalf("attempts %d, want 2 (the first fails on purpose)", task.Status.Attempts)
+	}
+	logs := kubectlTask(t, 30*time.Second, "logs", "from-cm", "-n", ns)
+	for _, s := range []string{"uid=65532 gid=65532 pwd=/work", "wrote hello to /work/out.txt",
+		"context: name=from-cm ns=" + ns + " run=0 attempt=2 index=0"} {
+		if !strings.Contains(logs, s) {
+			t.Errorf("attempt 2's log lacks %q:\n%s", s, logs)
+		}
+	}
+	first := kubectlTask(t, 30*time.Second, "logs", "from-cm", "-n", ns, "--attempt", "1")
+	if !strings.Contains(first, "run=0 attempt=1") {
+		t.Errorf("attempt 1's log lacks its run context:\n%s", first)
+	}
+	t.Logf("the ConfigMap script ran twice; attempt 2 said:\n%s", logs)
+}
+
+// A cron run's pods know their slot; an exit code in nonRetryableExitCodes
+// ends the run after one attempt although retries are left; a nodeSelector
+// no node matches keeps the pod Pending until the start timeout.
+func TestCronContextNonRetryableExitCodesAndAnUnmatchedNodeSelector(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-classes")
+	create(t, testutil.NewTask(ns, "cron", testutil.Schedule("@every 5s"),
+		testutil.Shell(`echo "run=$TASK_RUN_ID slot=$TASK_SCHEDULED_TIME attempt=$TASK_ATTEMPT"`)))
+	create(t, testutil.NewTask(ns, "bad-input", testutil.Retries(3, 1, 1, 1), testutil.Shell(`echo "bad input" >&2; exit 64`),
+		func(task *v1alpha1.Task) { task.Spec.NonRetryableExitCodes = []int32{64, 65} }))
+	create(t, testutil.NewTask(ns, "nowhere", testutil.StartTimeout(5), func(task *v1alpha1.Task) {
+		task.Spec.NodeSelector = map[string]string{"pool": "does-not-exist"}
+	}))
+
+	kubectlWait(t, ns, "condition=Finished", "task/bad-input", 90*time.Second)
+	bad := mustGetTask(t, ns, "bad-input")
+	if bad.Status.Attempts != 1 {
+		t.Errorf("bad-input: %d attempts, want 1 (exit 64 is not retryable)", bad.Status.Attempts)
+	}
+	expectCondition(t, bad, v1alpha1.ConditionFailed, metav1.ConditionTrue, string(v1alpha1.ReasonNotRetryable))
+	if r := bad.Status.AttemptRecords; len(r) != 1 || r[0].ExitCode == nil || *r[0].ExitCode != 64 {
+		t.Errorf("bad-input attempt records %+v, want one with exit code 64", r)
+	}
+
+	var slotRun *v1alpha1.RunRecord
+	eventually(t, 60*time.Second, "a cron run to succeed", func(ctx context.Context) (bool, string) {
+		task, err := harness.GetTask(ctx, env.c, ns, "cron")
+		if err != nil {
+			return false, err.Error()
+		}
+		for i := range task.Status.History {
+			if task.Status.History[i].Result == v1alpha1.RunResultSucceeded {
+				slotRun = &task.Status.History[i]
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("history %d runs", len(task.Status.History))
+	})
+	slot, ok := runs.SlotOf(slotRun.RunID)
+	if !ok {
+		t.Fatalf("run %s is not a slot's run", slotRun.RunID)
+	}
+	logs := kubectlTask(t, 30*time.Second, "logs", "cron", "-n", ns, "--run", slotRun.RunID)
+	if want := fmt.Sprintf("run=%s slot=%s attempt=1", slotRun.RunID, slot.Format(time.RFC3339)); !strings.Contains(logs, want) {
+		t.Errorf("the cron run's log %q lacks %q", logs, want)
+	}
+
+	kubectlWait(t, ns, "condition=Failed", "task/nowhere", 60*time.Second)
+	nowhere := mustGetTask(t, ns, "nowhere")
+	if !strings.Contains(nowhere.Status.LastError, string(v1alpha1.AttemptStartTimeout)) || !strings.Contains(nowhere.Status.LastError, "Unschedulable") {
+		t.Errorf("nowhere: lastError %q, want StartTimeout naming Unschedulable (until capacity-aware starts exist)", nowhere.Status.LastError)
+	}
+}
