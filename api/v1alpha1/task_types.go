@@ -435,6 +435,13 @@ type HTTPSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=3600
 	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+
+	// RetryAllFailures retries every failed request as maxRetry allows. By
+	// default an unexpected 4xx status other than 408, 425 and 429 (the
+	// request itself is wrong: 404, 401, 422, ...) ends the run
+	// NotRetryable after that attempt.
+	// +optional
+	RetryAllFailures bool `json:"retryAllFailures,omitempty"`
 }
 
 // HTTPHeader is one request header: a literal value or one taken from a

@@ -10,15 +10,17 @@
 package httprunner
 
 // Exit codes. They are part of the user-facing contract (docs/http-tasks.md):
-// the operator only gives ExitBadDefinition a special meaning (never retried),
-// every other non-zero code is an ordinary failed attempt, but distinct codes
-// let users and alerts tell a flaky network from a wrong status at a glance.
+// the operator gives ExitBadDefinition and (unless spec.http.retryAllFailures)
+// ExitClientError a special meaning, never retried; every other non-zero code
+// is an ordinary failed attempt, but distinct codes let users and alerts tell
+// a flaky network from a wrong status at a glance.
 const (
 	// ExitSuccess: a response arrived with a success code and its body
 	// excerpt was read within the timeout.
 	ExitSuccess = 0
 	// ExitUnexpectedStatus: a response arrived but its status code is not
-	// in the success codes (default: any 2xx).
+	// in the success codes (default: any 2xx), and is not a client error
+	// (ExitClientError).
 	ExitUnexpectedStatus = 1
 	// ExitBadDefinition: the request cannot be made as defined (missing or
 	// malformed URL, bad method, header, success codes or timeout, unknown
@@ -43,7 +45,26 @@ const (
 	// ExitInterrupted: the runner was asked to stop (SIGTERM or SIGINT, e.g.
 	// the attempt's Job was suspended) before the request completed.
 	ExitInterrupted = 8
+	// ExitClientError: an unexpected 4xx status other than 408, 425 and
+	// 429: the request itself is wrong (404, 401, 422, ...), so sending it
+	// again cannot help. The operator does not retry it unless
+	// spec.http.retryAllFailures.
+	ExitClientError = 9
 )
+
+// retryableClientErrors are the 4xx statuses that say "try again later"
+// rather than "this request is wrong": Request Timeout, Too Early, Too Many
+// Requests.
+var retryableClientErrors = map[int]bool{408: true, 425: true, 429: true}
+
+// unexpectedStatusExit is the exit code of a status the success codes do not
+// list.
+func unexpectedStatusExit(status int) int {
+	if status >= 400 && status < 500 && !retryableClientErrors[status] {
+		return ExitClientError
+	}
+	return ExitUnexpectedStatus
+}
 
 // ExitName is the short human name of an exit code, used in the summary's
 // first line so the termination message reads on its own.
@@ -67,6 +88,8 @@ func ExitName(code int) string {
 		return "request failed"
 	case ExitInterrupted:
 		return "interrupted"
+	case ExitClientError:
+		return "client error"
 	default:
 		return "failure"
 	}

@@ -189,7 +189,7 @@ func Do(ctx context.Context, client *http.Client, req Request) Result {
 	case !req.isSuccess(resp.StatusCode):
 		// The status alone decides: a failing body read after an unexpected
 		// status adds nothing the user must act on first.
-		res.ExitCode = ExitUnexpectedStatus
+		res.ExitCode = unexpectedStatusExit(resp.StatusCode)
 		return res
 	case readErr != nil:
 		// A success status whose body does not arrive in time (or is cut

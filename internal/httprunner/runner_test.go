@@ -62,6 +62,30 @@ func TestRunExitsWithTheCodeOfTheOutcome(t *testing.T) {
 			want:     []string{"unexpected status (exit 1)", "500 Internal Server Error (expected any 2xx)", `body:      database is down\n`},
 		},
 		{
+			name:     "an unexpected 404 is a client error, exit 9, not worth retrying",
+			handler:  func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
+			wantCode: ExitClientError,
+			want:     []string{"client error (exit 9)", "404 Not Found (expected any 2xx)"},
+		},
+		{
+			name:     "a 422 is a client error too",
+			handler:  func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad field", http.StatusUnprocessableEntity) },
+			wantCode: ExitClientError,
+			want:     []string{"client error (exit 9)", "422 Unprocessable Entity"},
+		},
+		{
+			name:     "a 429 says try again later: exit 1, retried",
+			handler:  func(w http.ResponseWriter, r *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) },
+			wantCode: ExitUnexpectedStatus,
+			want:     []string{"unexpected status (exit 1)", "429 Too Many Requests"},
+		},
+		{
+			name:     "a 408 says try again later: exit 1, retried",
+			handler:  func(w http.ResponseWriter, r *http.Request) { http.Error(w, "too slow", http.StatusRequestTimeout) },
+			wantCode: ExitUnexpectedStatus,
+			want:     []string{"unexpected status (exit 1)", "408 Request Timeout"},
+		},
+		{
 			name: "a 3xx without Location is judged as a status, not followed",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusNotModified)

@@ -51,7 +51,7 @@ func (r Result) Summary() string {
 	}
 	if r.StatusCode != 0 {
 		status := field(r.Status, maxStatusShown)
-		if r.ExitCode == ExitUnexpectedStatus {
+		if r.ExitCode == ExitUnexpectedStatus || r.ExitCode == ExitClientError {
 			status += " (expected " + r.Expected + ")"
 		}
 		line("status", status)

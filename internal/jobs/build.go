@@ -43,6 +43,10 @@ const (
 	// definition": retrying cannot help, so the Job fails at once with reason
 	// PodFailurePolicy and the controller ends the run as NotRetryable.
 	runnerExitNotRetryable int32 = 2
+	// runnerExitClientError is the runner's exit code for an unexpected 4xx
+	// other than 408, 425 and 429 (httprunner.ExitClientError): not retried
+	// either, unless spec.http.retryAllFailures.
+	runnerExitClientError int32 = 9
 
 	defaultHTTPMethod         = "GET"
 	defaultHTTPTimeoutSeconds = 30
@@ -166,6 +170,9 @@ func podFailurePolicy(task *v1alpha1.Task) *batchv1.PodFailurePolicy {
 	switch task.Spec.Type {
 	case v1alpha1.TaskTypeHTTP:
 		codes = []int32{runnerExitNotRetryable}
+		if h := task.Spec.HTTP; h == nil || !h.RetryAllFailures {
+			codes = append(codes, runnerExitClientError)
+		}
 	default:
 		codes = sortedCodes(task.Spec.NonRetryableExitCodes)
 	}

@@ -218,39 +218,43 @@ func TestBuildJobSpec(t *testing.T) {
 }
 
 func TestBuildPodFailurePolicy(t *testing.T) {
-	exit2 := batchv1.PodFailurePolicyRule{
-		Action: batchv1.PodFailurePolicyActionFailJob,
-		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-			ContainerName: ptr.To("task"),
-			Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
-			Values:        []int32{2},
-		},
+	failJobOn := func(codes ...int32) batchv1.PodFailurePolicyRule {
+		return batchv1.PodFailurePolicyRule{
+			Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr.To("task"),
+				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+				Values:        codes,
+			},
+		}
 	}
 	tests := []struct {
-		name      string
-		task      *v1alpha1.Task
-		wantExit2 bool
+		name string
+		task *v1alpha1.Task
+		want []int32 // the exit codes that fail the Job at once; nil: no such rule
 	}{
-		{"a shell task ignores disruptions and treats exit code 2 like any failure", newTask(), false},
-		{"an http task ignores disruptions and fails the job on runner exit code 2", httpTask(), true},
+		{"a shell task ignores disruptions and treats exit code 2 like any failure", newTask(), nil},
+		{"a shell task fails the job at once on its nonRetryableExitCodes, sorted and unique",
+			newTask(func(t *v1alpha1.Task) { t.Spec.NonRetryableExitCodes = []int32{65, 64, 65} }), []int32{64, 65}},
+		{"an http task fails the job on the runner's bad definition (2) and client error (9)", httpTask(), []int32{2, 9}},
+		{"an http task that retries all failures fails the job only on a bad definition", httpTask(withHTTP(&v1alpha1.HTTPSpec{RetryAllFailures: true})), []int32{2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rules := Build(tt.task, runs.OneShot, 1, nil, testOpts).Spec.PodFailurePolicy.Rules
 			first := rules[0]
 			if first.Action != batchv1.PodFailurePolicyActionIgnore || len(first.OnPodConditions) != 1 ||
-				first.OnPodConditions[0].Type != corev1.DisruptionTarget || first.OnPodConditions[0].Status != corev1.ConditionTrue {
-				t.Errorf("first rule = %s, want Ignore on DisruptionTarget=True", asJSON(t, first))
+				first.OnPodConditions[0].Type != corev1.DisruptionTarget {
+				t.Errorf("first rule = %s, want Ignore on DisruptionTarget", asJSON(t, first))
 			}
-			wantLen := 1
-			if tt.wantExit2 {
-				wantLen = 2
+			if tt.want == nil {
+				if len(rules) != 1 {
+					t.Fatalf("rules = %s, want only the disruption rule", asJSON(t, rules))
+				}
+				return
 			}
-			if len(rules) != wantLen {
-				t.Fatalf("rules = %s, want %d rules", asJSON(t, rules), wantLen)
-			}
-			if tt.wantExit2 && !equality.Semantic.DeepEqual(rules[1], exit2) {
-				t.Errorf("second rule = %s, want %s", asJSON(t, rules[1]), asJSON(t, exit2))
+			if len(rules) != 2 || !equality.Semantic.DeepEqual(rules[1], failJobOn(tt.want...)) {
+				t.Errorf("rules = %s, want a FailJob rule on %v", asJSON(t, rules), tt.want)
 			}
 		})
 	}

@@ -121,3 +121,27 @@ func TestCronContextNonRetryableExitCodesAndAnUnmatchedNodeSelector(t *testing.T
 		t.Errorf("nowhere: lastError %q, want StartTimeout naming Unschedulable (until capacity-aware starts exist)", nowhere.Status.LastError)
 	}
 }
+
+// An http Task whose server answers 404 ends NotRetryable after one
+// attempt, although maxRetry allows more; with retryAllFailures it is
+// retried as before.
+func TestAnHTTP404IsNotRetriedUnlessRetryAllFailures(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-http-404")
+	srv := serveOnBridge(t)
+	create(t, testutil.NewTask(ns, "missing", testutil.HTTP(srv.url+"/no-such-path"), testutil.Retries(2, 1, 1, 1)))
+	create(t, testutil.NewTask(ns, "stubborn", testutil.HTTP(srv.url+"/no-such-path"), testutil.Retries(1, 1, 1, 1),
+		func(task *v1alpha1.Task) { task.Spec.HTTP = &v1alpha1.HTTPSpec{RetryAllFailures: true} }))
+	kubectlWait(t, ns, "condition=Finished", "task/missing", 90*time.Second)
+	kubectlWait(t, ns, "condition=Finished", "task/stubborn", 90*time.Second)
+	missing, stubborn := mustGetTask(t, ns, "missing"), mustGetTask(t, ns, "stubborn")
+	expectCondition(t, missing, v1alpha1.ConditionFailed, metav1.ConditionTrue, string(v1alpha1.ReasonNotRetryable))
+	if missing.Status.Attempts != 1 || !strings.Contains(missing.Status.LastError, "404") {
+		t.Errorf("missing: %d attempts, lastError %q; want 1 attempt naming the 404", missing.Status.Attempts, missing.Status.LastError)
+	}
+	expectCondition(t, stubborn, v1alpha1.ConditionFailed, metav1.ConditionTrue, string(v1alpha1.ReasonRetriesExhausted))
+	if stubborn.Status.Attempts != 2 {
+		t.Errorf("stubborn: %d attempts, want 2 (retryAllFailures)", stubborn.Status.Attempts)
+	}
+}
