@@ -68,8 +68,10 @@ func TestRunExitsWithTheCodeOfTheOutcome(t *testing.T) {
 			want:     []string{"client error (exit 9)", "404 Not Found (expected any 2xx)"},
 		},
 		{
-			name:     "a 422 is a client error too",
-			handler:  func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad field", http.StatusUnprocessableEntity) },
+			name: "a 422 is a client error too",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "bad field", http.StatusUnprocessableEntity)
+			},
 			wantCode: ExitClientError,
 			want:     []string{"client error (exit 9)", "422 Unprocessable Entity"},
 		},
