@@ -22,6 +22,8 @@ type runOutput struct {
 	code        int
 	stdout      string
 	termination string
+	// data is the structured line of the termination message.
+	data ResultData
 }
 
 // run runs the runner like the pod does, with the termination message
@@ -48,11 +50,13 @@ func runCtx(t *testing.T, ctx context.Context, env map[string]string) runOutput 
 		t.Fatalf("termination message not written: %v", err)
 	}
 	out := runOutput{code: code, stdout: stdout.String(), termination: string(term)}
-	if out.termination != out.stdout {
-		t.Errorf("termination message differs from stdout:\n%s\n---\n%s", out.termination, out.stdout)
+	summary, data, _ := ParseResultData(out.termination)
+	out.data = data
+	if summary != out.stdout {
+		t.Errorf("termination message (without its structured line) differs from stdout:\n%s\n---\n%s", summary, out.stdout)
 	}
-	if len(term) >= 1024 || len(term) > MaxSummaryBytes {
-		t.Errorf("termination message is %d bytes, want at most %d", len(term), MaxSummaryBytes)
+	if len(summary) >= 1024 || len(summary) > MaxSummaryBytes {
+		t.Errorf("the summary is %d bytes, want at most %d", len(summary), MaxSummaryBytes)
 	}
 	t.Logf("exit %d, summary:\n%s", code, out.stdout)
 	return out

@@ -66,6 +66,8 @@ type Result struct {
 	// Err says why the request failed; empty when a response was judged on
 	// its status alone.
 	Err string
+	// RetryAfter is the server's Retry-After on a 429 or 503 (0: none).
+	RetryAfter time.Duration
 	// Notes are extra facts worth knowing, e.g. headers not forwarded on a
 	// redirect.
 	Notes []string
@@ -190,6 +192,7 @@ func Do(ctx context.Context, client *http.Client, req Request) Result {
 		// The status alone decides: a failing body read after an unexpected
 		// status adds nothing the user must act on first.
 		res.ExitCode = unexpectedStatusExit(resp.StatusCode)
+		res.RetryAfter = retryAfter(resp, time.Now())
 		return res
 	case readErr != nil:
 		// A success status whose body does not arrive in time (or is cut

@@ -715,3 +715,50 @@ func mustParse(t *testing.T, env map[string]string) Request {
 	}
 	return req
 }
+
+func TestRetryAfterOnA429OrA503IsReportedAsStructuredData(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		header string
+		want   int64
+	}{
+		{"a 503 with Retry-After seconds", http.StatusServiceUnavailable, "3", 3},
+		{"a 429 with Retry-After seconds", http.StatusTooManyRequests, "120", 120},
+		{"a 429 with an HTTP-date about a minute ahead", http.StatusTooManyRequests, time.Now().Add(61 * time.Second).UTC().Format(http.TimeFormat), 60},
+		{"a 503 without Retry-After", http.StatusServiceUnavailable, "", 0},
+		{"a 500 with Retry-After is not a throttle", http.StatusInternalServerError, "30", 0},
+		{"a garbled Retry-After is ignored", http.StatusServiceUnavailable, "soon", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.header != "" {
+					w.Header().Set("Retry-After", tc.header)
+				}
+				w.WriteHeader(tc.status)
+			}))
+			out := run(t, map[string]string{EnvURL: srv.URL})
+			got := out.data.RetryAfterSeconds
+			if got < tc.want-1 || got > tc.want {
+				t.Errorf("retryAfterSeconds = %d, want %d", got, tc.want)
+			}
+			if (tc.want > 0) != strings.Contains(out.termination, ResultDataPrefix) {
+				t.Errorf("termination message:\n%s", out.termination)
+			}
+		})
+	}
+}
+
+func TestParseResultDataReadsOnlyItsOwnLine(t *testing.T) {
+	msg := "result:    unexpected status (exit 1)\nstatus:    503\n" + ResultDataPrefix + `{"retryAfterSeconds":7}` + "\n"
+	rest, data, ok := ParseResultData(msg)
+	if !ok || data.RetryAfterSeconds != 7 || rest != "result:    unexpected status (exit 1)\nstatus:    503\n" {
+		t.Errorf("ParseResultData = %q, %+v, %v", rest, data, ok)
+	}
+	for _, s := range []string{"plain text from a shell script\n", "", ResultDataPrefix + "{not json}\n", "x\n" + ResultDataPrefix + "\n"} {
+		if rest, _, ok := ParseResultData(s); ok || rest != s {
+			t.Errorf("ParseResultData(%q) = %q, %v; want it left alone", s, rest, ok)
+		}
+	}
+}

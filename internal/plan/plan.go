@@ -49,7 +49,10 @@ type Input struct {
 	// Captured holds, by Job name, what the pods of an attempt the Job
 	// controller is failing for its deadline printed, read this pass.
 	Captured map[string]string
-	Now      time.Time
+	// RetryAfter holds, by Job name, the Retry-After (seconds, 0: none) the
+	// pods of a failed http attempt reported, read this pass.
+	RetryAfter map[string]int64
+	Now        time.Time
 }
 
 // Stop is an attempt to stop: its Job is annotated with the reason and, if
@@ -90,6 +93,9 @@ type Plan struct {
 	// Capture: outputs to keep on the Jobs being failed for their deadline
 	// (v1alpha1.AnnotationOutput), by Job name.
 	Capture map[string]string
+	// RecordRetryAfter: Retry-After seconds to keep on the Jobs of failed
+	// http attempts (v1alpha1.AnnotationRetryAfter), by Job name.
+	RecordRetryAfter map[string]int64
 	// Start: the next attempts of existing runs, oldest run first, then
 	// the first attempts of new runs.
 	Start []Start
@@ -169,6 +175,19 @@ func Decide(in Input) Plan {
 			}
 			p.Capture[a.JobName] = out
 			a.Output = out
+		}
+	}
+
+	// A failed http attempt's Retry-After, read this pass, is kept on its
+	// Job and sets the earliest next attempt.
+	for i := range rs {
+		a := rs[i].Latest()
+		if secs, ok := in.RetryAfter[a.JobName]; ok && !a.RetryAfterKnown {
+			if p.RecordRetryAfter == nil {
+				p.RecordRetryAfter = map[string]int64{}
+			}
+			p.RecordRetryAfter[a.JobName] = secs
+			a.RetryAfter, a.RetryAfterKnown = time.Duration(secs)*time.Second, true
 		}
 	}
 

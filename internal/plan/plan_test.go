@@ -278,3 +278,15 @@ func TestACancelTokenStopsEveryUnfinishedRun(t *testing.T) {
 		})
 	}
 }
+
+func TestAFailedHTTPAttemptsRetryAfterIsKeptAndSetsTheNextAttempt(t *testing.T) {
+	run := testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "503").Obj()
+	got := plan.Decide(plan.Input{Task: task(testutil.HTTP("https://example.com/hook")), Runs: []runs.Run{run}, Now: now,
+		RetryAfter: map[string]int64{"t-0-1": 45}})
+	if want := map[string]int64{"t-0-1": 45}; !reflect.DeepEqual(got.RecordRetryAfter, want) {
+		t.Errorf("RecordRetryAfter = %v, want %v", got.RecordRetryAfter, want)
+	}
+	if want := ago(time.Second).Add(45 * time.Second); !got.Wake.Equal(want) || len(got.Start) != 0 {
+		t.Errorf("wake %s, start %v; want the retry at %s (the server's 45 s, not the 10 s backoff)", got.Wake, got.Start, want)
+	}
+}

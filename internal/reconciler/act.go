@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -40,6 +41,11 @@ func (p *pass) act(ctx context.Context) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.plan.Capture)) {
 		if err := p.keepOutput(ctx, name, p.plan.Capture[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.plan.RecordRetryAfter)) {
+		if err := p.keepRetryAfter(ctx, name, p.plan.RecordRetryAfter[name]); err != nil {
 			return err
 		}
 	}
@@ -170,6 +176,24 @@ func (p *pass) keepOutput(ctx context.Context, jobName, output string) error {
 		for j := range p.runs[i].Attempts {
 			if a := &p.runs[i].Attempts[j]; a.JobName == jobName {
 				a.Output = output
+			}
+		}
+	}
+	return nil
+}
+
+// keepRetryAfter records on the Job of a failed http attempt the server's
+// Retry-After, so it is read from the pods once.
+func (p *pass) keepRetryAfter(ctx context.Context, jobName string, secs int64) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1alpha1.AnnotationRetryAfter: strconv.FormatInt(secs, 10)}}}
+	if found, err := p.patchJob(ctx, p.jobRef(jobName), patch); !found || err != nil {
+		return err
+	}
+	for i := range p.runs {
+		for j := range p.runs[i].Attempts {
+			if a := &p.runs[i].Attempts[j]; a.JobName == jobName {
+				a.RetryAfter, a.RetryAfterKnown = time.Duration(secs)*time.Second, true
 			}
 		}
 	}

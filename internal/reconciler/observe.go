@@ -61,8 +61,37 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 			}
 		}
 	}
+	if err := p.observeRetryAfter(ctx, &in); err != nil {
+		return in, err
+	}
 	p.runs = in.Runs
 	return in, nil
+}
+
+// observeRetryAfter reads, once per failed http attempt, the Retry-After
+// the runner reported (its structured result line, httprunner.ResultData):
+// the decision needs it for the next attempt's time, so it is read here,
+// and the plan keeps it on the Job. A failed attempt whose pods are gone
+// counts as none.
+func (p *pass) observeRetryAfter(ctx context.Context, in *plan.Input) error {
+	if p.task.Spec.Type != v1alpha1.TaskTypeHTTP {
+		return nil
+	}
+	for i := range in.Runs {
+		a := in.Runs[i].Latest()
+		if a.Phase != runs.Failed || a.RetryAfterKnown {
+			continue
+		}
+		pods, err := p.r.listPods(ctx, p.task, a.JobName)
+		if err != nil {
+			return err
+		}
+		if in.RetryAfter == nil {
+			in.RetryAfter = map[string]int64{}
+		}
+		in.RetryAfter[a.JobName] = podRetryAfter(pods)
+	}
+	return nil
 }
 
 // listJobs lists the Jobs the Task controls, from the cache.

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/httprunner"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/status"
@@ -97,7 +98,10 @@ func podOutput(pods []corev1.Pod) status.Output {
 		return status.Output{}
 	}
 	out := status.Output{ExitCode: &best.ExitCode}
-	msg := strings.TrimSpace(best.Message)
+	// The http runner's structured line is for the operator (see
+	// podRetryAfter), not for people.
+	text, _, _ := httprunner.ParseResultData(best.Message)
+	msg := strings.TrimSpace(text)
 	if best.ExitCode == 0 {
 		out.Text = msg
 		return out
@@ -111,6 +115,22 @@ func podOutput(pods []corev1.Pod) status.Output {
 		out.Text += ": " + msg
 	}
 	return out
+}
+
+// podRetryAfter is the largest Retry-After (seconds) the runner reported
+// in a terminated task container's structured result; 0 when none did.
+func podRetryAfter(pods []corev1.Pod) int64 {
+	var secs int64
+	for i := range pods {
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			if t := cs.State.Terminated; cs.Name == jobs.ContainerName && t != nil {
+				if _, data, ok := httprunner.ParseResultData(t.Message); ok {
+					secs = max(secs, data.RetryAfterSeconds)
+				}
+			}
+		}
+	}
+	return secs
 }
 
 // logTail is the log tail of the first pod whose task container still runs

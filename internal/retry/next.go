@@ -96,6 +96,11 @@ func Next(run *runs.Run, p Policy, paused bool, now time.Time) Step {
 	// (its stand-in fails "now" on every pass), and someone deleted it on
 	// purpose, not because the work is flaky.
 	delay := p.DelayOf(run.ID, last.Number)
+	// A server that said when to come back (Retry-After on a 429 or 503)
+	// is waited for, up to the backoff's cap.
+	if ra := min(last.RetryAfter, time.Duration(p.MaxSeconds)*time.Second); ra > delay {
+		delay = ra
+	}
 	if last.Reason == v1alpha1.AttemptJobDeleted {
 		delay = 0
 	}

@@ -277,3 +277,25 @@ func TestJitterSpreadsEachDelayWithinItsBoundAndIsTheSameOnEveryPass(t *testing.
 		t.Errorf("200 Tasks got only %d distinct delays: the jitter does not spread them", len(seen))
 	}
 }
+
+func TestAServersRetryAfterIsWaitedForUpToTheBackoffsCap(t *testing.T) {
+	failedAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	failed := func(retryAfter time.Duration) *runs.Run {
+		return &runs.Run{ID: "0", Attempts: []runs.Attempt{{Number: 1, Phase: runs.Failed, Reason: v1alpha1.AttemptPodFailed,
+			Finished: failedAt, RetryAfter: retryAfter, RetryAfterKnown: true}}}
+	}
+	p := policy(3, 10, 60, 2)
+	for _, tc := range []struct {
+		retryAfter, want time.Duration
+	}{
+		{0, 10 * time.Second},                 // none: the backoff
+		{3 * time.Second, 10 * time.Second},   // shorter than the backoff: the backoff
+		{30 * time.Second, 30 * time.Second},  // longer: the server's
+		{120 * time.Second, 60 * time.Second}, // capped at maxSeconds
+	} {
+		got := Next(failed(tc.retryAfter), p, false, failedAt)
+		if got.Kind != WaitForRetry || !got.At.Equal(failedAt.Add(tc.want)) {
+			t.Errorf("Retry-After %s: step %+v, want the next attempt at +%s", tc.retryAfter, got, tc.want)
+		}
+	}
+}

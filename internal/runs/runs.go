@@ -63,6 +63,11 @@ type Attempt struct {
 	// Output is what the operator captured of the pods' output while the
 	// Job was failing (v1alpha1.AnnotationOutput).
 	Output string
+	// RetryAfter is the server's Retry-After of a failed http attempt
+	// (v1alpha1.AnnotationRetryAfter); RetryAfterKnown says the operator
+	// has read it (zero: the server sent none).
+	RetryAfter      time.Duration
+	RetryAfterKnown bool
 }
 
 // Stop marks the attempt stopped by the operator at at, for reason: what
@@ -195,6 +200,10 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		RunNowToken: job.Annotations[v1alpha1.AnnotationRunNowToken],
 		CancelToken: job.Annotations[v1alpha1.AnnotationCancelToken],
 		Output:      job.Annotations[v1alpha1.AnnotationOutput],
+	}
+	if v, ok := job.Annotations[v1alpha1.AnnotationRetryAfter]; ok {
+		secs, _ := strconv.ParseInt(v, 10, 64)
+		a.RetryAfter, a.RetryAfterKnown = time.Duration(max(secs, 0))*time.Second, true
 	}
 	completions := int32(1)
 	if job.Spec.Completions != nil {

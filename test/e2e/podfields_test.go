@@ -145,3 +145,27 @@ func TestAnHTTP404IsNotRetriedUnlessRetryAllFailures(t *testing.T) {
 		t.Errorf("stubborn: %d attempts, want 2 (retryAllFailures)", stubborn.Status.Attempts)
 	}
 }
+
+// A 503 with Retry-After: 3 is retried no sooner than 3 s later, although
+// the backoff says 1 s.
+func TestAnHTTP503WithRetryAfterIsRetriedNoSoonerThanTheServerAsked(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-http-503")
+	srv := serveOnBridge(t)
+	create(t, testutil.NewTask(ns, "throttled", testutil.HTTP(srv.url+"/throttle?task=throttled"), testutil.Retries(2, 1, 60, 1)))
+	kubectlWait(t, ns, "condition=Ready", "task/throttled", 90*time.Second)
+	calls := srv.calls("throttled")
+	if len(calls) != 2 {
+		t.Fatalf("%d requests, want 2 (a 503, then the retry)", len(calls))
+	}
+	gap := calls[1].Sub(calls[0])
+	if gap < 3*time.Second {
+		t.Errorf("the retry came %s after the 503 with Retry-After: 3", gap)
+	}
+	task := mustGetTask(t, ns, "throttled")
+	if task.Status.Attempts != 2 {
+		t.Errorf("attempts %d, want 2", task.Status.Attempts)
+	}
+	t.Logf("503 with Retry-After: 3, backoff 1 s: the retry's request came %s later", harness.Secs(gap))
+}

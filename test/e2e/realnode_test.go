@@ -200,6 +200,15 @@ type bridgeServer struct {
 	url  string
 	mu   sync.Mutex
 	auth map[string]string // task query parameter -> Authorization received
+	// throttled holds, by task query parameter, when /throttle was called.
+	throttled map[string][]time.Time
+}
+
+// calls is when /throttle was called for task.
+func (s *bridgeServer) calls(task string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.throttled[task]...)
 }
 
 func (s *bridgeServer) authorization(task string) string {
@@ -222,8 +231,23 @@ func serveOnBridge(t *testing.T) *bridgeServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &bridgeServer{url: "http://" + l.Addr().String(), auth: map[string]string{}}
+	s := &bridgeServer{url: "http://" + l.Addr().String(), auth: map[string]string{}, throttled: map[string][]time.Time{}}
 	mux := http.NewServeMux()
+	// /throttle answers 503 with Retry-After: 3 the first time for a task,
+	// then 200.
+	mux.HandleFunc("/throttle", func(w http.ResponseWriter, r *http.Request) {
+		task := r.URL.Query().Get("task")
+		s.mu.Lock()
+		s.throttled[task] = append(s.throttled[task], time.Now())
+		n := len(s.throttled[task])
+		s.mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Retry-After", "3")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
 	mux.HandleFunc("/deploy", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		s.mu.Lock()
