@@ -198,6 +198,21 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 		{"the run context cannot be set in env", shellTask("run-context", func(t *v1alpha1.Task) {
 			t.Spec.Env = []v1alpha1.EnvVar{{Name: "TASK_ATTEMPT", Value: ptr.To("1")}}
 		}), []string{"spec.env cannot set TASK_NAME, TASK_NAMESPACE, TASK_RUN_ID, TASK_ATTEMPT or TASK_SCHEDULED_TIME"}},
+		// Cron fields CEL can check (contract v4: admission catches what it can).
+		{"minute 61 is refused", shellTask("cron-minute", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("61 * * * *") }),
+			[]string{"the minute field (field 1)"}},
+		{"hour 24 is refused", shellTask("cron-hour", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("0 24 * * *") }),
+			[]string{"the hour field (field 2)"}},
+		{"day 32 is refused", shellTask("cron-dom", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("0 0 32 * *") }),
+			[]string{"the day-of-month field (field 3)"}},
+		{"month 13 is refused", shellTask("cron-month", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("0 0 1 13 *") }),
+			[]string{"the month field (field 4)"}},
+		{"day-of-week 8 is refused", shellTask("cron-dow", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("0 0 * * 8") }),
+			[]string{"the day-of-week field (field 5)"}},
+		{"an unknown descriptor is refused", shellTask("cron-desc", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("@fortnightly") }),
+			[]string{"unknown descriptor"}},
+		{"a step in a cron field still needs a valid start", shellTask("cron-step", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("60/5 * * * *") }),
+			[]string{"the minute field (field 1)"}},
 		// Failure classes.
 		{"an exit code above 255 is refused", shellTask("exit-256", func(t *v1alpha1.Task) { t.Spec.NonRetryableExitCodes = []int32{256} }),
 			[]string{"spec.nonRetryableExitCodes[0]", "less than or equal to 255"}},
@@ -243,7 +258,11 @@ func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
 		t.Spec.ConcurrencyPolicy, t.Spec.StartingDeadlineSeconds = v1alpha1.ReplaceConcurrent, ptr.To[int64](300)
 	})
 	every := shellTask("every", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("@every 90s") })
-	for _, task := range []*v1alpha1.Task{shellTask("minimal", nil), full, cron, every,
+	weekdays := shellTask("weekdays", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("*/15 9-17 1,15 jan-jun MON-FRI") })
+	question := shellTask("question", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("0 0 ? * 0") })
+	zeros := shellTask("zeros", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("007 00 01 001 0") })
+	everyLong := shellTask("every-long", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To(" @every 1h30m ") })
+	for _, task := range []*v1alpha1.Task{shellTask("minimal", nil), full, cron, every, weekdays, question, zeros, everyLong,
 		shellTask(strings.Repeat("a", 63), nil)} {
 		t.Run(task.Name, func(t *testing.T) {
 			if err := k8s.Create(ctx, task, client.DryRunAll); err != nil {

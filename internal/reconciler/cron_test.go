@@ -249,7 +249,8 @@ func TestRunNowWorksOnACronTask(t *testing.T) {
 func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "bad-cron", testutil.Schedule("61 * * * *"))
+	// A reversed range: admission cannot tell, the parser can.
+	task := newTask(ns, "bad-cron", testutil.Schedule("5-1 * * * *"))
 	must(t, k8s.Create(ctx, task))
 	bad := waitTask(t, task, "InvalidSchedule", phaseIs(v1alpha1.PhaseFailed))
 	assertConditions(t, bad, F, T, F, T)

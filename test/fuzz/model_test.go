@@ -535,8 +535,10 @@ func scheduleProblem(msg string) (string, bool) {
 	case strings.Contains(msg, "never fires"):
 		return "schedule/never-fires", false
 	case strings.Contains(msg, "invalid"):
-		// Ranges and names of cron fields: a regular expression per field
-		// could, but it would be long and unreadable.
+		// Values out of a field's range and unknown names are refused at
+		// admission (a CEL rule per field); what gets here (a reversed
+		// range, a step of 0) no regular expression of reasonable size
+		// tells apart.
 		return "schedule/invalid-field", false
 	}
 	return "schedule/other: " + msg, false
