@@ -13,11 +13,12 @@
 //  1. observe (observe.go, missing.go): the time, read once; the Task's
 //     Jobs as runs, from the cache; the attempts the status records whose
 //     Job the cache does not show (deleted, or its labels removed); the
-//     pods of attempts whose start check is due, and the output of an
-//     attempt being failed for its deadline while its pods still exist.
+//     pods of attempts whose start check is due, the output of an
+//     attempt being failed for its deadline while its pods still exist,
+//     and the Retry-After a failed http attempt reported.
 //  2. decide: plan.Decide, once, into one plan value.
-//  3. act (act.go): labels put back, attempts stopped, outputs kept on
-//     Jobs, Jobs created, old runs' Jobs pruned.
+//  3. act (act.go): labels put back, attempts stopped, outputs and
+//     Retry-After kept on Jobs, Jobs created, old runs' Jobs pruned.
 //  4. read outputs (outputs.go): what the pods of newly finished attempts
 //     said, for the status messages; the one stage that comes back to the
 //     API server, because which outputs the status lacks is known only
