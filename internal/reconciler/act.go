@@ -172,12 +172,8 @@ func (p *pass) keepOutput(ctx context.Context, jobName, output string) error {
 	if found, err := p.patchJob(ctx, p.jobRef(jobName), patch); !found || err != nil {
 		return err
 	}
-	for i := range p.runs {
-		for j := range p.runs[i].Attempts {
-			if a := &p.runs[i].Attempts[j]; a.JobName == jobName {
-				a.Output = output
-			}
-		}
+	if a := runs.FindAttempt(p.runs, jobName); a != nil {
+		a.Output = output
 	}
 	return nil
 }
@@ -190,12 +186,8 @@ func (p *pass) keepRetryAfter(ctx context.Context, jobName string, secs int64) e
 	if found, err := p.patchJob(ctx, p.jobRef(jobName), patch); !found || err != nil {
 		return err
 	}
-	for i := range p.runs {
-		for j := range p.runs[i].Attempts {
-			if a := &p.runs[i].Attempts[j]; a.JobName == jobName {
-				a.RetryAfter, a.RetryAfterKnown = time.Duration(secs)*time.Second, true
-			}
-		}
+	if a := runs.FindAttempt(p.runs, jobName); a != nil {
+		a.RetryAfter, a.RetryAfterKnown = time.Duration(secs)*time.Second, true
 	}
 	return nil
 }

@@ -32,12 +32,8 @@ func (p *pass) readOutputs(ctx context.Context) error {
 
 // capturedOutput is the output kept on the Job of an attempt, or "".
 func capturedOutput(rs []runs.Run, jobName string) string {
-	for i := range rs {
-		for _, a := range rs[i].Attempts {
-			if a.JobName == jobName {
-				return a.Output
-			}
-		}
+	if a := runs.FindAttempt(rs, jobName); a != nil {
+		return a.Output
 	}
 	return ""
 }

@@ -109,6 +109,18 @@ func Find(rs []Run, id string) *Run {
 	return nil
 }
 
+// FindAttempt returns the attempt whose Job is jobName, or nil.
+func FindAttempt(rs []Run, jobName string) *Attempt {
+	for i := range rs {
+		for j := range rs[i].Attempts {
+			if rs[i].Attempts[j].JobName == jobName {
+				return &rs[i].Attempts[j]
+			}
+		}
+	}
+	return nil
+}
+
 // AddAttempt adds attempt a to run runID of rs (a new run when rs has none
 // with that id, scheduled at scheduled) and returns rs, oldest run first. An
 // attempt the run already has is left as it is. rs changes in place: Clone
