@@ -1,16 +1,22 @@
 package reconciler_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
@@ -156,5 +162,37 @@ func TestATaskUsingEveryPodFieldPassesRestrictedWithNoWarning(t *testing.T) {
 	}
 	if got := job.Spec.Template.Spec; got.NodeSelector["pool"] != "batch" || len(got.Volumes) != 4 || *got.SecurityContext.FSGroup != 2000 {
 		t.Fatalf("the fields did not reach the Job: %+v", got)
+	}
+}
+
+// The pods of every Task in samples/ pass restricted with no warning.
+func TestThePodsOfEverySampleTaskPassRestricted(t *testing.T) {
+	ns := restrictedNamespace(t)
+	// The node-pool sample names a PriorityClass of the cluster.
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-low"}, Value: -10}
+	if err := k8s.Create(ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "samples", "*.yaml"))
+	must(t, err)
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		must(t, err)
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			task := &v1alpha1.Task{}
+			if err := yaml.Unmarshal([]byte(doc), task); err != nil || task.Kind != "Task" {
+				continue
+			}
+			task.Namespace, task.UID = ns, "sample-uid"
+			job := jobs.Build(task, "0", 1, nil, jobOpts)
+			if w := admitPod(t, job); len(w) != 0 {
+				t.Errorf("%s: Pod Security warnings for task/%s: %v", filepath.Base(f), task.Name, w)
+			}
+			n++
+		}
+	}
+	if n < 6 {
+		t.Fatalf("only %d sample Tasks found", n)
 	}
 }
