@@ -37,7 +37,8 @@ func CacheOptions() cache.Options {
 //     precondition), ownerReferences (JobControllerUID index, Owns' handler
 //     mapping a Job to its Task, runs.FromJobs' controlledBy), labels (run
 //     and attempt), annotations (generation, scheduled time, run-now token,
-//     stop reason/time/message), creationTimestamp (an attempt's start),
+//     stop reason/time/message, cancel token, captured output,
+//     Retry-After), creationTimestamp (an attempt's start),
 //     resourceVersion and the rest for the informer and any generic code.
 //     Small, and no finer cut is worth the risk.
 //   - spec.completions: runs.AttemptOf compares ready+succeeded+failed
@@ -47,7 +48,7 @@ func CacheOptions() cache.Options {
 //     message, lastTransitionTime): the attempt's phase, its failure reason
 //     and message, and when it finished; and FailureTarget until one of
 //     those comes (an attempt whose Job is being failed, whose output the
-//     operator captures then: see capture.go).
+//     operator captures then: see deadlineOutput in pods.go).
 //   - status.completionTime: when a Complete attempt finished.
 //
 // Everything else goes, mainly the pod template (the operator builds Jobs

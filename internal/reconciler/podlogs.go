@@ -10,9 +10,9 @@ import (
 
 // PodLogs reads the tail of a container's log. The reconciler uses it only
 // for an attempt the Job controller is failing for its deadline while its
-// container still runs (capture.go): the Job controller deletes such pods,
-// so no termination message is left to read, and the log is all that says
-// how far the attempt got.
+// container still runs (deadlineOutput in pods.go): the Job controller
+// deletes such pods, so no termination message is left to read, and the
+// log is all that says how far the attempt got.
 type PodLogs interface {
 	Tail(ctx context.Context, namespace, pod, container string, limitBytes int64) (string, error)
 }

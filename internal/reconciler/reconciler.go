@@ -40,8 +40,8 @@ type TaskReconciler struct {
 	// again later. nil: no leader election.
 	Lease LeaseHolder
 	// Logs, when set, reads the log tail of an attempt the Job controller
-	// is failing for its deadline (capture.go). nil: such an attempt keeps
-	// only the Job's message.
+	// is failing for its deadline (deadlineOutput in pods.go). nil: such an
+	// attempt keeps only the Job's message.
 	Logs PodLogs
 
 	// recent holds the Jobs this process created that the cache may not
