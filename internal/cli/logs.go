@@ -107,14 +107,7 @@ func podsOfNewestAttempt(ctx context.Context, kube kubernetes.Interface, task *v
 		}
 		return nil, "", fmt.Errorf("task/%s has no Job yet (phase: %s)", task.Name, phase)
 	}
-	pods, err := findPods(ctx, kube, task.Namespace, job)
-	if err != nil {
-		return nil, job, fmt.Errorf("listing the pods of job %s: %w", job, err)
-	}
-	if len(pods) == 0 {
-		return nil, job, fmt.Errorf("no pods found for job %s of task/%s (not created yet, or already deleted with the Job)", job, task.Name)
-	}
-	return pods, job, nil
+	return podsOfJob(ctx, kube, task, job)
 }
 
 // podsOfAttempt finds the Job of attempt (0: the newest) of run ("": the
@@ -149,12 +142,17 @@ func podsOfAttempt(ctx context.Context, kube kubernetes.Interface, task *v1alpha
 		}
 		return nil, "", fmt.Errorf("task/%s has no Job for %s (never started, or pruned: its record is in 'kubectl task history %s --attempts')", task.Name, what, task.Name)
 	}
+	return podsOfJob(ctx, kube, task, job)
+}
+
+// podsOfJob lists the pods of one of the Task's Jobs; none is an error.
+func podsOfJob(ctx context.Context, kube kubernetes.Interface, task *v1alpha1.Task, job string) ([]corev1.Pod, string, error) {
 	pods, err := findPods(ctx, kube, task.Namespace, job)
 	if err != nil {
 		return nil, job, fmt.Errorf("listing the pods of job %s: %w", job, err)
 	}
 	if len(pods) == 0 {
-		return nil, job, fmt.Errorf("no pods found for job %s of task/%s", job, task.Name)
+		return nil, job, fmt.Errorf("no pods found for job %s of task/%s (not created yet, or already deleted with the Job)", job, task.Name)
 	}
 	return pods, job, nil
 }
