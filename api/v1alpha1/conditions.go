@@ -42,6 +42,9 @@ const (
 	ReasonInvalidSchedule  Reason = "InvalidSchedule"
 	// ReasonCancelled: the run was stopped by a cancel token.
 	ReasonCancelled Reason = "Cancelled"
+	// ReasonWaitingForCapacity: the running attempt's pods wait for
+	// capacity (Unschedulable); the message says for what.
+	ReasonWaitingForCapacity Reason = "WaitingForCapacity"
 
 	// ReasonNotFailed is the reason of Failed=False and Stalled=False.
 	ReasonNotFailed Reason = "NotFailed"
@@ -64,6 +67,9 @@ const (
 	AttemptReplaced Reason = "Replaced"
 	// AttemptCancelled: the operator stopped the attempt for a cancel token.
 	AttemptCancelled Reason = "Cancelled"
+	// AttemptCapacityTimeout: the attempt waited for capacity longer than
+	// spec.capacityTimeoutSeconds.
+	AttemptCapacityTimeout Reason = "CapacityTimeout"
 	// AttemptJobFailed: the Job failed for a reason the operator does not know.
 	AttemptJobFailed Reason = "JobFailed"
 	// AttemptJobDeleted: the attempt's Job was deleted (by someone other

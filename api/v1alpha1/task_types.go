@@ -107,15 +107,25 @@ type TaskSpec struct {
 	// +kubebuilder:validation:Maximum=31536000
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
-	// StartTimeoutSeconds: an attempt whose pod is neither running nor
-	// finished this long after it was created (image pull failure, missing
-	// Secret or ConfigMap, unschedulable) is stopped and fails with
-	// StartTimeout instead of hanging.
+	// StartTimeoutSeconds: an attempt whose pod is broken, neither running
+	// nor finished this long after it was created (image pull failure,
+	// missing Secret or ConfigMap, no pod at all), is stopped and fails with
+	// StartTimeout instead of hanging. A pod waiting for capacity
+	// (Unschedulable) is not broken: see capacityTimeoutSeconds.
 	// +optional
 	// +kubebuilder:default=300
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=86400
 	StartTimeoutSeconds *int32 `json:"startTimeoutSeconds,omitempty"`
+
+	// CapacityTimeoutSeconds bounds how long an attempt may wait for
+	// capacity (its pods Unschedulable): past it the attempt fails with
+	// CapacityTimeout and is retried like any failed attempt. Unset: wait
+	// as long as Jobs do. Waiting for capacity is never a StartTimeout.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	CapacityTimeoutSeconds *int32 `json:"capacityTimeoutSeconds,omitempty"`
 
 	// Schedule makes the Task a cron Task: 5 cron fields, an `@hourly`-style
 	// descriptor, or `@every <duration>`. Use timeZone instead of CRON_TZ= or

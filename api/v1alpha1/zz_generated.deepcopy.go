@@ -434,6 +434,11 @@ func (in *TaskSpec) DeepCopyInto(out *TaskSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.CapacityTimeoutSeconds != nil {
+		in, out := &in.CapacityTimeoutSeconds, &out.CapacityTimeoutSeconds
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Schedule != nil {
 		in, out := &in.Schedule, &out.Schedule
 		*out = new(string)

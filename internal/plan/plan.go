@@ -12,6 +12,7 @@
 package plan
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -84,9 +85,12 @@ type Plan struct {
 	Problem *status.Problem
 	// Relabel: labels to put back, by Job name.
 	Relabel map[string]map[string]string
-	// Stop: attempts past their start timeout, runs a cancel token stops,
-	// then runs Replace stops.
+	// Stop: attempts past their start or capacity timeout, runs a cancel
+	// token stops, then runs Replace stops.
 	Stop []Stop
+	// Waiting holds, by Job name, what an attempt whose pods wait for
+	// capacity waits for (status: WaitingForCapacity).
+	Waiting map[string]string
 	// CancelToken is the cancel token hash the status records as consumed
 	// (status.lastCancelToken); empty leaves the status as it is.
 	CancelToken string
@@ -133,8 +137,9 @@ func Decide(in Input) Plan {
 	rs := runs.Clone(in.Runs)
 	var wake earliest
 
-	// 1. Attempts whose pods could not start in time are stopped; the
-	// others are looked at again when their check is due.
+	// 1. Attempts whose pods could not start in time are stopped; those
+	// waiting for capacity wait, up to capacityTimeoutSeconds; the others
+	// are looked at again when their check is due.
 	timeout := retry.StartTimeout(&task.Spec)
 	for i := range rs {
 		a := rs[i].Latest()
@@ -146,12 +151,31 @@ func Decide(in Input) Plan {
 			continue
 		}
 		check := retry.CheckStart(a.Created, in.Pods[a.JobName], timeout, now)
-		if !check.Stuck {
+		switch {
+		case check.Stuck:
+			p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptStartTimeout, Message: check.Message})
+			a.Stop(v1alpha1.AttemptStartTimeout, check.Message, stamp)
+		case check.Waiting:
+			// Waiting for capacity is not a failure: only
+			// capacityTimeoutSeconds ends it.
+			if ct := retry.CapacityTimeout(&task.Spec); ct > 0 {
+				if deadline := a.Created.Add(ct); !now.Before(deadline) {
+					msg := fmt.Sprintf("waited %s for capacity: %s", ct, check.Cause)
+					p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptCapacityTimeout, Message: msg})
+					a.Stop(v1alpha1.AttemptCapacityTimeout, msg, stamp)
+					continue
+				} else {
+					wake.add(deadline)
+				}
+			}
+			if p.Waiting == nil {
+				p.Waiting = map[string]string{}
+			}
+			p.Waiting[a.JobName] = check.Cause
 			wake.add(check.RecheckAt)
-			continue
+		default:
+			wake.add(check.RecheckAt)
 		}
-		p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptStartTimeout, Message: check.Message})
-		a.Stop(v1alpha1.AttemptStartTimeout, check.Message, stamp)
 	}
 
 	// 2. A new cancel token stops every unfinished run; the scheduler then

@@ -290,3 +290,31 @@ func TestAFailedHTTPAttemptsRetryAfterIsKeptAndSetsTheNextAttempt(t *testing.T) 
 		t.Errorf("wake %s, start %v; want the retry at %s (the server's 45 s, not the 10 s backoff)", got.Wake, got.Start, want)
 	}
 }
+
+func TestAnAttemptWaitingForCapacityWaitsUntilItsCapacityTimeout(t *testing.T) {
+	pods := map[string][]retry.PodStart{"t-0-1": {{Name: "p", Created: ago(10 * time.Minute), WaitingReason: "Unschedulable", WaitingMessage: "0/1 nodes are available"}}}
+	run := testutil.MakeRun("0").Active(ago(10 * time.Minute)).Obj()
+
+	got := plan.Decide(plan.Input{Task: task(), Runs: []runs.Run{run}, Pods: pods, Now: now})
+	if len(got.Stop) != 0 || got.Waiting["t-0-1"] != "pod p is Unschedulable: 0/1 nodes are available" {
+		t.Fatalf("without capacityTimeoutSeconds: stop %+v, waiting %v; want no stop, the cause", got.Stop, got.Waiting)
+	}
+	if want := now.Add(300 * time.Second); !got.Wake.Equal(want) {
+		t.Errorf("wake %s, want a look a start timeout later, %s", got.Wake, want)
+	}
+
+	withTimeout := func(secs int32) *v1alpha1.Task {
+		return task(func(t *v1alpha1.Task) { t.Spec.CapacityTimeoutSeconds = &secs })
+	}
+	got = plan.Decide(plan.Input{Task: withTimeout(900), Runs: []runs.Run{run}, Pods: pods, Now: now})
+	if len(got.Stop) != 0 || !got.Wake.Equal(ago(10*time.Minute).Add(900*time.Second)) {
+		t.Errorf("within capacityTimeoutSeconds: stop %+v, wake %s", got.Stop, got.Wake)
+	}
+	got = plan.Decide(plan.Input{Task: withTimeout(600), Runs: []runs.Run{run}, Pods: pods, Now: now})
+	if len(got.Stop) != 1 || got.Stop[0].Reason != v1alpha1.AttemptCapacityTimeout {
+		t.Fatalf("past capacityTimeoutSeconds: stop %+v, want CapacityTimeout", got.Stop)
+	}
+	if want := now.Truncate(time.Second).Add(10 * time.Second); !got.Wake.Equal(want) {
+		t.Errorf("after a CapacityTimeout the retry waits its backoff: wake %s, want %s", got.Wake, want)
+	}
+}

@@ -46,6 +46,6 @@ func (p *pass) problem() *status.Problem {
 func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	return status.Compute(status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
-		Problem: p.problem(), Now: p.now,
+		Waiting: p.plan.Waiting, Problem: p.problem(), Now: p.now,
 	})
 }

@@ -242,9 +242,12 @@ func TestCheckStart(t *testing.T) {
 			[]PodStart{{Name: "a", Created: t0, Started: true}, {Name: "b", Created: t0, WaitingReason: "ImagePullBackOff", WaitingMessage: "Back-off pulling image \"nope\""}},
 			t0.Add(timeout),
 			StartCheck{Stuck: true, Message: "pod b did not start within 5m0s: ImagePullBackOff: Back-off pulling image \"nope\""}},
-		{"an unschedulable pod past its timeout is stuck",
-			[]PodStart{{Name: "a", Created: t0, WaitingReason: "Unschedulable"}}, t0.Add(time.Hour),
-			StartCheck{Stuck: true, Message: "pod a did not start within 5m0s: Unschedulable"}},
+		{"an unschedulable pod past its timeout waits for capacity and is looked at again a timeout later",
+			[]PodStart{{Name: "a", Created: t0, WaitingReason: "Unschedulable", WaitingMessage: "0/1 nodes are available"}}, t0.Add(time.Hour),
+			StartCheck{Waiting: true, Cause: "pod a is Unschedulable: 0/1 nodes are available", RecheckAt: t0.Add(time.Hour + 5*time.Minute)}},
+		{"a broken pod next to an unschedulable one is stuck",
+			[]PodStart{{Name: "a", Created: t0, WaitingReason: "Unschedulable"}, {Name: "b", Created: t0, WaitingReason: "ImagePullBackOff"}}, t0.Add(time.Hour),
+			StartCheck{Stuck: true, Message: "pod b did not start within 5m0s: ImagePullBackOff"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package retry
 import (
 	"fmt"
 	"time"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
 // PodStart is what the start timeout needs to know of one pod of an attempt.
@@ -24,6 +26,12 @@ type StartCheck struct {
 	// attempt must be stopped and fails with StartTimeout.
 	Stuck   bool
 	Message string
+	// Waiting is true when the pods that have not started wait for
+	// capacity (Unschedulable) rather than being broken: the attempt keeps
+	// waiting, visibly, and Cause says for what. Not a failure: only
+	// spec.capacityTimeoutSeconds bounds it.
+	Waiting bool
+	Cause   string
 	// RecheckAt is when to look again (zero when every pod started).
 	RecheckAt time.Time
 }
@@ -49,12 +57,22 @@ func CheckStart(jobCreated time.Time, pods []PodStart, timeout time.Duration, no
 		return StartCheck{Stuck: true, Message: fmt.Sprintf("no pod was created within %s", timeout)}
 	}
 	var recheck time.Time
+	var waiting []string
 	for _, p := range pods {
 		if p.Started {
 			continue
 		}
 		deadline := p.Created.Add(timeout)
-		if !now.Before(deadline) {
+		if p.WaitingReason == UnschedulableReason {
+			// Waiting for a node, not broken: look again a timeout later
+			// (a pod that gets a node may then turn out broken).
+			cause := "pod " + p.Name + " is Unschedulable"
+			if p.WaitingMessage != "" {
+				cause += ": " + p.WaitingMessage
+			}
+			waiting = append(waiting, cause)
+			deadline = now.Add(timeout)
+		} else if !now.Before(deadline) {
 			why := p.WaitingReason
 			if why == "" {
 				why = "Pending"
@@ -69,5 +87,21 @@ func CheckStart(jobCreated time.Time, pods []PodStart, timeout time.Duration, no
 			recheck = deadline
 		}
 	}
+	if len(waiting) > 0 {
+		return StartCheck{Waiting: true, Cause: waiting[0], RecheckAt: recheck}
+	}
 	return StartCheck{RecheckAt: recheck}
+}
+
+// UnschedulableReason is the waiting reason of a pod no node can take now
+// (its PodScheduled condition's reason).
+const UnschedulableReason = "Unschedulable"
+
+// CapacityTimeout is spec.capacityTimeoutSeconds as a duration; zero: wait
+// as long as Jobs do.
+func CapacityTimeout(spec *v1alpha1.TaskSpec) time.Duration {
+	if spec.CapacityTimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*spec.CapacityTimeoutSeconds) * time.Second
 }

@@ -16,7 +16,10 @@ import (
 
 // judgement is what the table is read with, beyond the new status.
 type judgement struct {
-	steps   map[string]retry.Step
+	steps map[string]retry.Step
+	// waiting holds, by run id, what a run's attempt waits for when its
+	// pods wait for capacity.
+	waiting map[string]string
 	problem *Problem
 	now     time.Time
 }
@@ -131,6 +134,10 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) verdict {
 		return verdict{phase: v1alpha1.PhaseRetrying, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonRetrying,
 			message: cur.Message, reconciling: true}
 	case retry.Running:
+		if cause, ok := j.waiting[cur.RunID]; ok {
+			return verdict{phase: v1alpha1.PhasePending, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonWaitingForCapacity,
+				message: fmt.Sprintf("run %s: attempt %d waits for capacity: %s", cur.RunID, step.Attempt, cause), reconciling: true}
+		}
 		return verdict{phase: v1alpha1.PhaseRunning, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonRunning,
 			message: fmt.Sprintf("run %s: attempt %d of %d is running", cur.RunID, step.Attempt, retry.PolicyFor(&task.Spec).MaxAttempts()), reconciling: true}
 	}

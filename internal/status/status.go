@@ -57,6 +57,9 @@ type Input struct {
 	Schedule scheduler.Plan
 	// CancelToken is the cancel token hash the pass consumed ("" if none).
 	CancelToken string
+	// Waiting holds, by Job name, what an attempt waits for when its pods
+	// wait for capacity.
+	Waiting map[string]string
 	// Problem, when set, is why the spec cannot be acted on.
 	Problem *Problem
 	Now     time.Time
@@ -97,7 +100,13 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	if task.Spec.Schedule != nil {
 		setCronTimes(&st, rs, in.Schedule.Slots)
 	}
-	setPhaseAndConditions(task, &st, judgement{steps: steps, problem: in.Problem, now: in.Now})
+	waiting := map[string]string{}
+	for i := range rs {
+		if cause, ok := in.Waiting[rs[i].Latest().JobName]; ok {
+			waiting[rs[i].ID] = cause
+		}
+	}
+	setPhaseAndConditions(task, &st, judgement{steps: steps, waiting: waiting, problem: in.Problem, now: in.Now})
 	return st
 }
 

@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -281,5 +282,17 @@ func TestFinishedSaysHowTheNewestRunEnded(t *testing.T) {
 				t.Fatalf("Finished = %+v, want reason %s", c, tt.want)
 			}
 		})
+	}
+}
+
+func TestAnAttemptWaitingForCapacityIsPendingWithTheCause(t *testing.T) {
+	run := testutil.MakeRun("0").Active(ago(time.Hour)).Obj()
+	task := oneShot()
+	got := task.DeepCopy()
+	got.Status = status.Compute(status.Input{Task: task, Runs: []runs.Run{run}, Now: now,
+		Waiting: map[string]string{run.Latest().JobName: "pod p is Unschedulable: 0/1 nodes are available"}})
+	assertRow(t, got, inProgress(v1alpha1.PhasePending, v1alpha1.ReasonWaitingForCapacity))
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, "0/1 nodes are available") {
+		t.Errorf("Ready message %q lacks the cause", c.Message)
 	}
 }

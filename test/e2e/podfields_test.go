@@ -69,7 +69,8 @@ echo "context: name=$TASK_NAME ns=$TASK_NAMESPACE run=$TASK_RUN_ID attempt=$TASK
 
 // A cron run's pods know their slot; an exit code in nonRetryableExitCodes
 // ends the run after one attempt although retries are left; a nodeSelector
-// no node matches keeps the pod Pending until the start timeout.
+// no node matches waits for capacity (not StartTimeout), until
+// capacityTimeoutSeconds if set.
 func TestCronContextNonRetryableExitCodesAndAnUnmatchedNodeSelector(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
@@ -78,9 +79,11 @@ func TestCronContextNonRetryableExitCodesAndAnUnmatchedNodeSelector(t *testing.T
 		testutil.Shell(`echo "run=$TASK_RUN_ID slot=$TASK_SCHEDULED_TIME attempt=$TASK_ATTEMPT"`)))
 	create(t, testutil.NewTask(ns, "bad-input", testutil.Retries(3, 1, 1, 1), testutil.Shell(`echo "bad input" >&2; exit 64`),
 		func(task *v1alpha1.Task) { task.Spec.NonRetryableExitCodes = []int32{64, 65} }))
-	create(t, testutil.NewTask(ns, "nowhere", testutil.StartTimeout(5), func(task *v1alpha1.Task) {
-		task.Spec.NodeSelector = map[string]string{"pool": "does-not-exist"}
-	}))
+	nowhere := func(task *v1alpha1.Task) { task.Spec.NodeSelector = map[string]string{"pool": "does-not-exist"} }
+	create(t, testutil.NewTask(ns, "nowhere", testutil.StartTimeout(5), nowhere))
+	create(t, testutil.NewTask(ns, "nowhere-bounded", testutil.StartTimeout(5), nowhere,
+		func(task *v1alpha1.Task) { task.Spec.CapacityTimeoutSeconds = ptr.To[int32](8) }))
+	created := time.Now()
 
 	kubectlWait(t, ns, "condition=Finished", "task/bad-input", 90*time.Second)
 	bad := mustGetTask(t, ns, "bad-input")
@@ -115,10 +118,25 @@ func TestCronContextNonRetryableExitCodesAndAnUnmatchedNodeSelector(t *testing.T
 		t.Errorf("the cron run's log %q lacks %q", logs, want)
 	}
 
-	kubectlWait(t, ns, "condition=Failed", "task/nowhere", 60*time.Second)
-	nowhere := mustGetTask(t, ns, "nowhere")
-	if !strings.Contains(nowhere.Status.LastError, string(v1alpha1.AttemptStartTimeout)) || !strings.Contains(nowhere.Status.LastError, "Unschedulable") {
-		t.Errorf("nowhere: lastError %q, want StartTimeout naming Unschedulable (until capacity-aware starts exist)", nowhere.Status.LastError)
+	// Waiting for a node is not a failure: past its start timeout the
+	// attempt waits, visibly, and only capacityTimeoutSeconds ends it.
+	kubectlWait(t, ns, "condition=Failed", "task/nowhere-bounded", 60*time.Second)
+	bounded := mustGetTask(t, ns, "nowhere-bounded")
+	if !strings.Contains(bounded.Status.LastError, string(v1alpha1.AttemptCapacityTimeout)) || !strings.Contains(bounded.Status.LastError, "Unschedulable") {
+		t.Errorf("nowhere-bounded: lastError %q, want CapacityTimeout naming Unschedulable", bounded.Status.LastError)
+	}
+	eventually(t, 30*time.Second, "task/nowhere waiting for capacity past its start timeout", func(ctx context.Context) (bool, string) {
+		task, err := harness.GetTask(ctx, env.c, ns, "nowhere")
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := harness.Cond(task, v1alpha1.ConditionReady)
+		return time.Since(created) > 10*time.Second && ready.Reason == string(v1alpha1.ReasonWaitingForCapacity) &&
+			strings.Contains(ready.Message, "Unschedulable"), fmt.Sprintf("phase %s, Ready %s: %s", task.Status.Phase, ready.Reason, ready.Message)
+	})
+	waiting := mustGetTask(t, ns, "nowhere")
+	if waiting.Status.Phase != v1alpha1.PhasePending || waiting.Status.Attempts != 1 || waiting.Status.LastError != "" {
+		t.Errorf("nowhere: phase %s, %d attempts, lastError %q; want Pending, 1 attempt, no error", waiting.Status.Phase, waiting.Status.Attempts, waiting.Status.LastError)
 	}
 }
 
