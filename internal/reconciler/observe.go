@@ -4,7 +4,6 @@ import (
 	"context"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -35,23 +34,20 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		if a.Phase != runs.Active {
 			continue
 		}
-		var pods []corev1.Pod
-		listed := false
 		if !a.PodsStarted && retry.StartCheckDue(a.Created, timeout, p.now) {
-			if pods, err = p.r.listPods(ctx, p.task, a.JobName); err != nil {
+			pods, err := p.attemptPods(ctx, a.JobName)
+			if err != nil {
 				return in, err
 			}
-			listed = true
 			if in.Pods == nil {
 				in.Pods = map[string][]retry.PodStart{}
 			}
 			in.Pods[a.JobName] = podStarts(pods)
 		}
 		if a.Failing == v1alpha1.AttemptDeadlineExceeded && a.Output == "" {
-			if !listed {
-				if pods, err = p.r.listPods(ctx, p.task, a.JobName); err != nil {
-					return in, err
-				}
+			pods, err := p.attemptPods(ctx, a.JobName)
+			if err != nil {
+				return in, err
 			}
 			if out := p.deadlineOutput(ctx, pods); out != "" {
 				if in.Captured == nil {
@@ -82,7 +78,7 @@ func (p *pass) observeRetryAfter(ctx context.Context, in *plan.Input) error {
 		if a.Phase != runs.Failed || a.RetryAfterKnown {
 			continue
 		}
-		pods, err := p.r.listPods(ctx, p.task, a.JobName)
+		pods, err := p.attemptPods(ctx, a.JobName)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ func (p *pass) readOutputs(ctx context.Context) error {
 			p.outputs[name] = status.Output{Text: out}
 			continue
 		}
-		pods, err := p.r.listPods(ctx, p.task, name)
+		pods, err := p.attemptPods(ctx, name)
 		if err != nil {
 			return err
 		}

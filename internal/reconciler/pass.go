@@ -3,6 +3,8 @@ package reconciler
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/runs"
@@ -31,6 +33,8 @@ type pass struct {
 	created int
 	// outputs holds what the pods of finished attempts said, by Job name.
 	outputs map[string]status.Output
+	// pods holds the pods this pass read, by Job name (attemptPods).
+	pods map[string][]corev1.Pod
 }
 
 // problem is why the spec cannot be acted on, if it cannot.

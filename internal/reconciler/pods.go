@@ -22,6 +22,24 @@ import (
 // the output of an attempt being failed for its deadline (stage 1), and
 // the output of a newly finished attempt (stage 4).
 
+// attemptPods are the pods of the attempt whose Job is jobName, read once
+// per pass: stage 1 (a failed http attempt's Retry-After) and stage 4 (its
+// output for lastError) ask for the same pods.
+func (p *pass) attemptPods(ctx context.Context, jobName string) ([]corev1.Pod, error) {
+	if pods, ok := p.pods[jobName]; ok {
+		return pods, nil
+	}
+	pods, err := p.r.listPods(ctx, p.task, jobName)
+	if err != nil {
+		return nil, err
+	}
+	if p.pods == nil {
+		p.pods = map[string][]corev1.Pod{}
+	}
+	p.pods[jobName] = pods
+	return pods, nil
+}
+
 // listPods reads the pods of one attempt straight from the API server: the
 // operator caches no pods, and reads them only for the start timeout and
 // for the output of a finished attempt.
