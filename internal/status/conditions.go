@@ -87,24 +87,9 @@ func setFinished(st *v1alpha1.TaskStatus, problem *Problem, gen int64, now time.
 		reason, msg = v1alpha1.ReasonRunning, fmt.Sprintf("run %s has not finished", cur.RunID)
 	case len(st.History) > 0:
 		cur := st.History[0]
-		status, reason, msg = metav1.ConditionTrue, cur.Reason, fmt.Sprintf("run %s: %s", cur.RunID, cur.Message)
-		if reason == "" {
-			reason = finishedReason(cur.Result)
-		}
+		status, reason, msg = metav1.ConditionTrue, recordReason(cur), fmt.Sprintf("run %s: %s", cur.RunID, cur.Message)
 	}
 	setCondition(st, v1alpha1.ConditionFinished, status, reason, msg, gen, now)
-}
-
-// finishedReason is the Finished reason of a history entry stored before
-// entries had a reason.
-func finishedReason(r v1alpha1.RunResult) v1alpha1.Reason {
-	switch r {
-	case v1alpha1.RunResultSucceeded:
-		return v1alpha1.ReasonSucceeded
-	case v1alpha1.RunResultStopped:
-		return v1alpha1.AttemptReplaced
-	}
-	return v1alpha1.ReasonRetriesExhausted
 }
 
 // judge finds the row of the conditions table the Task is in.
@@ -124,7 +109,7 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) verdict {
 	case v1alpha1.RunResultSucceeded:
 		return verdict{phase: v1alpha1.PhaseSucceeded, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonSucceeded, message: cur.Message}
 	case v1alpha1.RunResultFailed:
-		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: finalReason(cur), message: cur.Message, failed: true}
+		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: recordReason(cur), message: cur.Message, failed: true}
 	case v1alpha1.RunResultCancelled:
 		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: v1alpha1.ReasonCancelled, message: cur.Message, failed: true}
 	}
@@ -172,13 +157,21 @@ func judgeCron(st *v1alpha1.TaskStatus) verdict {
 	return v
 }
 
-// finalReason is the contract's reason of a run that failed for good: the
-// one its history entry records. A record written before entries had a
-// reason counts as RetriesExhausted, the reason of every failure but the
-// http runner's bad request.
-func finalReason(rec v1alpha1.RunRecord) v1alpha1.Reason {
+// recordReason is how a finished run ended: the reason its history entry
+// records. A record written before entries had a reason gets the one its
+// result implies; a failed one counts as RetriesExhausted, the reason of
+// every failure but the http runner's bad request.
+func recordReason(rec v1alpha1.RunRecord) v1alpha1.Reason {
 	if rec.Reason != "" {
 		return rec.Reason
+	}
+	switch rec.Result {
+	case v1alpha1.RunResultSucceeded:
+		return v1alpha1.ReasonSucceeded
+	case v1alpha1.RunResultStopped:
+		return v1alpha1.AttemptReplaced
+	case v1alpha1.RunResultCancelled:
+		return v1alpha1.ReasonCancelled
 	}
 	return v1alpha1.ReasonRetriesExhausted
 }
