@@ -104,3 +104,12 @@ func StartTimeout(spec *v1alpha1.TaskSpec) time.Duration {
 	}
 	return time.Duration(*spec.StartTimeoutSeconds) * time.Second
 }
+
+// CapacityTimeout is spec.capacityTimeoutSeconds as a duration; zero: wait
+// as long as Jobs do.
+func CapacityTimeout(spec *v1alpha1.TaskSpec) time.Duration {
+	if spec.CapacityTimeoutSeconds == nil {
+		return 0
+	}
+	return time.Duration(*spec.CapacityTimeoutSeconds) * time.Second
+}

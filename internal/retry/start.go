@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskops/task-operator/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // PodStart is what the start timeout needs to know of one pod of an attempt.
@@ -63,7 +63,7 @@ func CheckStart(jobCreated time.Time, pods []PodStart, timeout time.Duration, no
 			continue
 		}
 		deadline := p.Created.Add(timeout)
-		if p.WaitingReason == UnschedulableReason {
+		if p.WaitingReason == corev1.PodReasonUnschedulable {
 			// Waiting for a node, not broken: look again a timeout later
 			// (a pod that gets a node may then turn out broken).
 			cause := "pod " + p.Name + " is Unschedulable"
@@ -93,15 +93,3 @@ func CheckStart(jobCreated time.Time, pods []PodStart, timeout time.Duration, no
 	return StartCheck{RecheckAt: recheck}
 }
 
-// UnschedulableReason is the waiting reason of a pod no node can take now
-// (its PodScheduled condition's reason).
-const UnschedulableReason = "Unschedulable"
-
-// CapacityTimeout is spec.capacityTimeoutSeconds as a duration; zero: wait
-// as long as Jobs do.
-func CapacityTimeout(spec *v1alpha1.TaskSpec) time.Duration {
-	if spec.CapacityTimeoutSeconds == nil {
-		return 0
-	}
-	return time.Duration(*spec.CapacityTimeoutSeconds) * time.Second
-}
