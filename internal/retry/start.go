@@ -92,4 +92,3 @@ func CheckStart(jobCreated time.Time, pods []PodStart, timeout time.Duration, no
 	}
 	return StartCheck{RecheckAt: recheck}
 }
-
