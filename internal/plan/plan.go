@@ -159,14 +159,14 @@ func Decide(in Input) Plan {
 			// Waiting for capacity is not a failure: only
 			// capacityTimeoutSeconds ends it.
 			if ct := retry.CapacityTimeout(&task.Spec); ct > 0 {
-				if deadline := a.Created.Add(ct); !now.Before(deadline) {
+				deadline := a.Created.Add(ct)
+				if !now.Before(deadline) {
 					msg := fmt.Sprintf("waited %s for capacity: %s", ct, check.Cause)
 					p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptCapacityTimeout, Message: msg})
 					a.Stop(v1alpha1.AttemptCapacityTimeout, msg, stamp)
 					continue
-				} else {
-					wake.add(deadline)
 				}
+				wake.add(deadline)
 			}
 			if p.Waiting == nil {
 				p.Waiting = map[string]string{}
