@@ -45,6 +45,16 @@ const (
 	// ReasonWaitingForCapacity: the running attempt's pods wait for
 	// capacity (Unschedulable); the message says for what.
 	ReasonWaitingForCapacity Reason = "WaitingForCapacity"
+	// ReasonQueued: an attempt waits for spec.queueName to admit it.
+	ReasonQueued Reason = "Queued"
+	// ReasonQueueNotFound: spec.queueName names no TaskQueue (yet); the
+	// Task waits and starts once the queue exists.
+	ReasonQueueNotFound Reason = "QueueNotFound"
+	// ReasonQueueSuspended: the TaskQueue is suspended (its Ready reason,
+	// and a queued Task's while it waits).
+	ReasonQueueSuspended Reason = "QueueSuspended"
+	// ReasonAdmitting is the Ready reason of a TaskQueue that admits.
+	ReasonAdmitting Reason = "Admitting"
 
 	// ReasonNotFailed is the reason of Failed=False and Stalled=False.
 	ReasonNotFailed Reason = "NotFailed"
@@ -98,4 +108,11 @@ const (
 	// EventJobLabelsRestored: a child Job had lost the labels the operator
 	// finds its Jobs by; they were put back.
 	EventJobLabelsRestored Reason = "JobLabelsRestored"
+	// EventQueued: an attempt started waiting for its queue's admission.
+	EventQueued Reason = "Queued"
+	// EventAdmitted: the queue admitted an attempt; its Job is created next.
+	EventAdmitted Reason = "Admitted"
+	// EventQueuedSlotMissed: a cron slot was still queued
+	// startingDeadlineSeconds after it, so it was skipped (counted missed).
+	EventQueuedSlotMissed Reason = "QueuedSlotMissed"
 )

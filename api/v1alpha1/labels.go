@@ -12,6 +12,9 @@ const (
 	LabelRun = "batch.taskops.io/run"
 	// LabelAttempt holds the attempt number (1-based) of a Job within its run.
 	LabelAttempt = "batch.taskops.io/attempt"
+	// LabelQueue names the TaskQueue that admitted a Job (spec.queueName
+	// when the Job was created): the queue finds its Jobs by it.
+	LabelQueue = "batch.taskops.io/queue"
 	// LabelManagedBy marks every object the operator creates.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy.

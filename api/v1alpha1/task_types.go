@@ -127,6 +127,24 @@ type TaskSpec struct {
 	// +kubebuilder:validation:Maximum=604800
 	CapacityTimeoutSeconds *int32 `json:"capacityTimeoutSeconds,omitempty"`
 
+	// QueueName is a TaskQueue in the Task's namespace: every attempt of
+	// every run (initial, retry, cron slot, run-now) waits for the queue to
+	// admit it before its Job is created. A queue that does not exist (yet)
+	// is waited for (reason QueueNotFound). May not be combined with the
+	// kueue.x-k8s.io/queue-name label.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	QueueName string `json:"queueName,omitempty"`
+
+	// Priority orders a queue's waiting attempts: higher is admitted first;
+	// equal priority first come, first served.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=-1000
+	// +kubebuilder:validation:Maximum=1000
+	Priority int32 `json:"priority,omitempty"`
+
 	// Schedule makes the Task a cron Task: 5 cron fields, an `@hourly`-style
 	// descriptor, or `@every <duration>`. Use timeZone instead of CRON_TZ= or
 	// TZ= prefixes. Whether a Task has a schedule is fixed at creation.
@@ -596,11 +614,13 @@ type PodMetadata struct {
 }
 
 // TaskPhase is a one-word summary of a Task's state.
-// +kubebuilder:validation:Enum=Pending;Running;Retrying;Succeeded;Failed;Scheduled;Suspended
+// +kubebuilder:validation:Enum=Pending;Queued;Running;Retrying;Succeeded;Failed;Scheduled;Suspended
 type TaskPhase string
 
 const (
-	PhasePending   TaskPhase = "Pending"
+	PhasePending TaskPhase = "Pending"
+	// PhaseQueued: an attempt waits for its TaskQueue to admit it.
+	PhaseQueued    TaskPhase = "Queued"
 	PhaseRunning   TaskPhase = "Running"
 	PhaseRetrying  TaskPhase = "Retrying"
 	PhaseSucceeded TaskPhase = "Succeeded"
@@ -771,6 +791,13 @@ type TaskStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	AttemptRecords []AttemptRecord `json:"attemptRecords,omitempty"`
 
+	// Queued lists the attempts waiting for admission by spec.queueName,
+	// oldest first. A Task holds at most this many places in the line.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Queued []QueuedAttempt `json:"queued,omitempty"`
+
 	// ObservedGeneration is the generation this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -833,6 +860,7 @@ type RunRecord struct {
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attempts`
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queueName`,priority=1
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Last-Error",type=string,JSONPath=`.status.lastError`,priority=1

@@ -85,12 +85,17 @@ func Build(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Tim
 // let the controller list a Task's Jobs by run and attempt without parsing
 // names.
 func jobLabels(task *v1alpha1.Task, runID string, attempt int32) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		v1alpha1.LabelTask:      task.Name,
 		v1alpha1.LabelRun:       runID,
 		v1alpha1.LabelAttempt:   strconv.FormatInt(int64(attempt), 10),
 		v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue,
 	}
+	if task.Spec.QueueName != "" {
+		// The queue that admitted the attempt finds its Jobs by it.
+		l[v1alpha1.LabelQueue] = task.Spec.QueueName
+	}
+	return l
 }
 
 // jobAnnotations record what the Job was made from, for the run history:

@@ -48,12 +48,19 @@ var (
 		Namespace: namespace, Name: "retries_scheduled_total",
 		Help: "Retries scheduled after a failed attempt, by Task type.",
 	}, []string{"type"})
+
+	// QueuedSlotsMissed counts cron slots skipped because their run was
+	// still queued startingDeadlineSeconds after the slot.
+	QueuedSlotsMissed = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "queued_slots_missed_total",
+		Help: "Cron slots skipped because their run waited in its TaskQueue past startingDeadlineSeconds.",
+	})
 )
 
 // Register adds the metrics to controller-runtime's registry; reader (the
 // manager's cache) serves the Tasks-by-phase gauge at scrape time.
 func Register(reader client.Reader) {
-	ctrlmetrics.Registry.MustRegister(RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled,
+	ctrlmetrics.Registry.MustRegister(RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled, QueuedSlotsMissed,
 		&phaseCollector{reader: reader})
 }
 
@@ -82,7 +89,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counts := map[v1alpha1.TaskPhase]int{}
-	for _, phase := range []v1alpha1.TaskPhase{v1alpha1.PhasePending, v1alpha1.PhaseRunning, v1alpha1.PhaseRetrying,
+	for _, phase := range []v1alpha1.TaskPhase{v1alpha1.PhasePending, v1alpha1.PhaseQueued, v1alpha1.PhaseRunning, v1alpha1.PhaseRetrying,
 		v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseScheduled, v1alpha1.PhaseSuspended} {
 		counts[phase] = 0
 	}

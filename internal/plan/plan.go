@@ -32,6 +32,9 @@ const pruneDelay = time.Second
 // stopped.
 const replacedMessage = "replaced by a newer run (concurrencyPolicy: Replace)"
 
+// heldCause is what an attempt whose Job is held suspended waits for.
+const heldCause = "the Job is suspended until admitted (by Kueue or another controller)"
+
 // Input is what a pass observed.
 type Input struct {
 	// Task is the Task as read, its stored status included.
@@ -47,13 +50,20 @@ type Input struct {
 	// Pods holds, by Job name, the pods of each active attempt whose start
 	// check is due (retry.StartCheckDue); other attempts have none here.
 	Pods map[string][]retry.PodStart
+	// Refused holds, by Job name, why the Job controller could not create
+	// the pods of an active attempt that has none, when its start check is
+	// due and it said why (a FailedCreate event).
+	Refused map[string]*retry.Refusal
 	// Captured holds, by Job name, what the pods of an attempt the Job
 	// controller is failing for its deadline printed, read this pass.
 	Captured map[string]string
 	// RetryAfter holds, by Job name, the Retry-After (seconds, 0: none) the
 	// pods of a failed http attempt reported, read this pass.
 	RetryAfter map[string]int64
-	Now        time.Time
+	// Queue is the TaskQueue spec.queueName names, as the pass saw it; nil
+	// when the Task names none.
+	Queue *Queue
+	Now   time.Time
 }
 
 // Stop is an attempt to stop: its Job is annotated with the reason and, if
@@ -103,6 +113,15 @@ type Plan struct {
 	// Start: the next attempts of existing runs, oldest run first, then
 	// the first attempts of new runs.
 	Start []Start
+	// Queued: the starts the queue has not admitted, waiting in line
+	// (status.queued); QueuedMissed: cron slots queued past their
+	// startingDeadlineSeconds, skipped and counted as missed; Dropped:
+	// queued new runs a cancel or a Replace ended before they had a Job.
+	Queued       []v1alpha1.QueuedAttempt
+	QueuedMissed []v1alpha1.QueuedAttempt
+	Dropped      []Dropped
+	// Queue is the TaskQueue as the pass saw it (nil: none named).
+	Queue *Queue
 	// RunNowToken is the run-now token hash the new Jobs record as
 	// consumed.
 	RunNowToken string
@@ -127,7 +146,7 @@ type Plan struct {
 // wait for, runs to prune, the TTL) sees the runs as the pass leaves them.
 func Decide(in Input) Plan {
 	task, now := in.Task, in.Now
-	p := Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs}
+	p := Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}
 	schedule, problem := validate(task)
 	if problem != nil {
 		p.Problem = problem
@@ -146,11 +165,18 @@ func Decide(in Input) Plan {
 		if a.Phase != runs.Active || a.PodsStarted {
 			continue
 		}
-		if !retry.StartCheckDue(a.Created, timeout, now) {
+		var check retry.StartCheck
+		switch {
+		case a.Held:
+			// A Job held suspended (by Kueue, say) waits for admission from
+			// the start; its unsuspending brings the next pass.
+			check = retry.StartCheck{Waiting: true, Cause: heldCause}
+		case !retry.StartCheckDue(a.Created, timeout, now):
 			wake.add(a.Created.Add(timeout))
 			continue
+		default:
+			check = retry.CheckStart(a.Created, in.Pods[a.JobName], in.Refused[a.JobName], timeout, now)
 		}
-		check := retry.CheckStart(a.Created, in.Pods[a.JobName], timeout, now)
 		switch {
 		case check.Stuck:
 			p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptStartTimeout, Message: check.Message})
@@ -178,11 +204,23 @@ func Decide(in Input) Plan {
 		}
 	}
 
-	// 2. A new cancel token stops every unfinished run; the scheduler then
-	// sees them finished, so a run-now in the same pass starts anew.
+	// The new runs waiting in the queue's line; a cron slot queued past its
+	// starting deadline is skipped.
+	pending, missed, deadline := pastDeadline(task, pendingRuns(task, rs), now)
+	p.QueuedMissed = missed
+	wake.add(deadline)
+
+	// 2. A new cancel token stops every unfinished run, queued ones too;
+	// the scheduler then sees them finished, so a run-now in the same pass
+	// starts anew.
 	if hash, cancels := cancelToken(task, rs); hash != "" {
 		p.CancelToken = hash
 		if cancels {
+			var dropped []Dropped
+			pending, dropped = dropPending(pending, func(string) (bool, Dropped) {
+				return true, Dropped{Result: v1alpha1.RunResultCancelled, Reason: v1alpha1.ReasonCancelled, Message: "cancelled while queued: " + cancelMessage}
+			})
+			p.Dropped = append(p.Dropped, dropped...)
 			for _, s := range cancelRuns(task, rs, retry.Steps(task, rs, now)) {
 				p.Stop = append(p.Stop, s)
 				runs.Find(rs, s.RunID).Latest().Stop(s.Reason, s.Message, stamp)
@@ -217,14 +255,26 @@ func Decide(in Input) Plan {
 
 	// 4. Each run's next step, and which new runs start (or replace).
 	steps := retry.Steps(task, rs, now)
+	known := knownRuns(task, rs)
+	for _, q := range pending {
+		known[q.RunID] = true
+	}
+	for _, d := range p.Dropped {
+		known[d.Queued.RunID] = true // ended this pass, never to start again
+	}
 	p.Schedule = scheduler.PlanRuns(scheduler.Input{
-		Task: task, Known: knownRuns(task, rs), Runs: runStates(rs, steps), ConsumedTokens: consumedTokens(rs),
+		Task: task, Known: known, Runs: append(runStates(rs, steps), pendingStates(pending)...), ConsumedTokens: consumedTokens(rs),
 		Schedule: schedule, Now: now,
 	})
 	p.RunNowToken = p.Schedule.RunNowToken
 	if p.RunNowToken == "" {
 		p.RunNowToken = task.Status.LastRunNowToken
 	}
+	var replaced []Dropped
+	pending, replaced = dropPending(pending, func(id string) (bool, Dropped) {
+		return contains(p.Schedule.Replace, id), Dropped{Result: v1alpha1.RunResultStopped, Reason: v1alpha1.AttemptReplaced, Message: "replaced while queued: " + replacedMessage}
+	})
+	p.Dropped = append(p.Dropped, replaced...)
 	for _, id := range p.Schedule.Replace {
 		if run := runs.Find(rs, id); run != nil {
 			a := run.Latest()
@@ -237,8 +287,28 @@ func Decide(in Input) Plan {
 			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled})
 		}
 	}
+	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
+	for _, q := range pending {
+		if suspended {
+			// Keeps its place (and the time it first waited) but asks for
+			// no admission until the Task is resumed.
+			continue
+		}
+		var at *time.Time
+		if q.ScheduledTime != nil {
+			at = &q.ScheduledTime.Time
+		}
+		p.Start = append(p.Start, Start{RunID: q.RunID, Attempt: q.Attempt, Scheduled: at})
+	}
 	for _, nr := range p.Schedule.Start {
 		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled})
+	}
+	// A queued Task's starts wait for admission (queue.go).
+	var overflow []v1alpha1.QueuedAttempt
+	p.Start, p.Queued, overflow = gate(task, in.Queue, p.Start, now)
+	p.QueuedMissed = append(p.QueuedMissed, overflow...)
+	if suspended {
+		p.Queued = append(pending, p.Queued...)
 	}
 	for _, s := range p.Start {
 		rs = runs.AddAttempt(rs, s.RunID, s.Scheduled, runs.Attempt{
@@ -263,7 +333,7 @@ func Decide(in Input) Plan {
 	if again {
 		wake.add(now.Add(pruneDelay))
 	}
-	if at, ok := expiresAt(task, kept, steps, p.Schedule); ok {
+	if at, ok := expiresAt(task, kept, steps, p.Schedule); ok && len(p.Queued) == 0 {
 		if !now.Before(at) {
 			p.Expire = true
 		} else {
@@ -287,7 +357,8 @@ func Decide(in Input) Plan {
 // now: attempts whose Job was deleted, and cron slots missed in downtime.
 func (p *Plan) RecordLater(created int) bool {
 	missed := p.Schedule.Slots != nil && p.Schedule.Slots.Missed > 0
-	return created > 0 && p.DeletedJobs == 0 && !missed && !p.Expire
+	queueOnly := len(p.QueuedMissed) > 0 || len(p.Dropped) > 0 // only the status records them
+	return created > 0 && p.DeletedJobs == 0 && !missed && !queueOnly && !p.Expire
 }
 
 // validate reports what the API server's schema could not refuse, and

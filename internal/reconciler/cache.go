@@ -77,7 +77,7 @@ func trimJob(obj any) (any, error) {
 	out := &batchv1.Job{
 		TypeMeta:   job.TypeMeta,
 		ObjectMeta: job.ObjectMeta, // a copy of the struct: the argument keeps its managedFields
-		Spec:       batchv1.JobSpec{Completions: job.Spec.Completions},
+		Spec:       batchv1.JobSpec{Completions: job.Spec.Completions, Suspend: job.Spec.Suspend},
 		Status: batchv1.JobStatus{
 			Conditions:     finishConditions(job.Status.Conditions),
 			CompletionTime: job.Status.CompletionTime,

@@ -119,7 +119,7 @@ func TestJobCacheTransform(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got.ObjectMeta, wantMeta) {
 		t.Errorf("metadata:\n got %+v\nwant %+v", got.ObjectMeta, wantMeta)
 	}
-	if want := (batchv1.JobSpec{Completions: ptr.To[int32](3)}); !equality.Semantic.DeepEqual(got.Spec, want) {
+	if want := (batchv1.JobSpec{Completions: ptr.To[int32](3), Suspend: ptr.To(false)}); !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("spec = %+v, want only completions 3 (no template, podFailurePolicy, selector, ...)", got.Spec)
 	}
 	wantStatus := batchv1.JobStatus{
@@ -237,7 +237,7 @@ func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
 		}
 		return cached.ResourceVersion == full.ResourceVersion, fmt.Sprintf("resourceVersion %s, want %s", cached.ResourceVersion, full.ResourceVersion)
 	})
-	if !equality.Semantic.DeepEqual(cached.Spec, batchv1.JobSpec{Completions: full.Spec.Completions}) {
+	if !equality.Semantic.DeepEqual(cached.Spec, batchv1.JobSpec{Completions: full.Spec.Completions, Suspend: full.Spec.Suspend}) {
 		t.Errorf("cached spec = %+v, want only completions", cached.Spec)
 	}
 	if len(cached.ManagedFields) != 0 || len(cached.Status.Conditions) != 1 || cached.Status.StartTime != nil || cached.Status.CompletedIndexes != "" {

@@ -43,6 +43,18 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 				in.Pods = map[string][]retry.PodStart{}
 			}
 			in.Pods[a.JobName] = podStarts(pods)
+			if len(pods) == 0 {
+				refused, err := p.podsRefused(ctx, a.JobName)
+				if err != nil {
+					return in, err
+				}
+				if refused != nil {
+					if in.Refused == nil {
+						in.Refused = map[string]*retry.Refusal{}
+					}
+					in.Refused[a.JobName] = refused
+				}
+			}
 		}
 		if a.Failing == v1alpha1.AttemptDeadlineExceeded && a.Output == "" {
 			pods, err := p.attemptPods(ctx, a.JobName)
@@ -58,6 +70,9 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		}
 	}
 	if err := p.observeRetryAfter(ctx, &in); err != nil {
+		return in, err
+	}
+	if in.Queue, err = p.observeQueue(ctx); err != nil {
 		return in, err
 	}
 	p.runs = in.Runs

@@ -48,8 +48,14 @@ func (p *pass) problem() *status.Problem {
 // computeStatus is stage 5's pure part: the status from what the pass saw
 // and did.
 func (p *pass) computeStatus() v1alpha1.TaskStatus {
-	return status.Compute(status.Input{
+	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Now: p.now,
-	})
+		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName,
+	}
+	in.QueueReason, in.QueueMessage = p.plan.Queue.Problem()
+	for _, d := range p.plan.Dropped {
+		in.Dropped = append(in.Dropped, status.DroppedRecord(d.Queued, d.Result, d.Reason, d.Message, p.now))
+	}
+	return status.Compute(in)
 }

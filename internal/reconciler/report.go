@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/metrics"
+	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/scheduler"
 	"github.com/taskops/task-operator/internal/status"
 )
@@ -81,6 +82,29 @@ func (p *pass) reportTransitions() {
 	}
 	if s := sp.Slots; s != nil && !s.Due.IsZero() && (old.LastScheduleTime == nil || s.Due.After(old.LastScheduleTime.Time)) {
 		p.slotEvents(s)
+	}
+	p.queueEvents()
+}
+
+// queueEvents reports attempts that started waiting in the queue's line,
+// and queued cron slots skipped past their starting deadline.
+func (p *pass) queueEvents() {
+	r, task, old := p.r, p.task, p.old
+	waited := map[string]bool{}
+	for _, q := range old.Queued {
+		waited[q.JobName] = true
+	}
+	for _, q := range task.Status.Queued {
+		if !waited[q.JobName] {
+			r.event(task, nil, eventNormal, v1alpha1.EventQueued, "Queue",
+				fmt.Sprintf("run %s: attempt %d waits for admission by TaskQueue %q (priority %d)", q.RunID, q.Attempt, task.Spec.QueueName, task.Spec.Priority))
+		}
+	}
+	for _, q := range p.plan.QueuedMissed {
+		metrics.QueuedSlotsMissed.Inc()
+		r.event(task, nil, eventWarning, v1alpha1.EventQueuedSlotMissed, "Schedule",
+			fmt.Sprintf("slot %s skipped: its run was still queued startingDeadlineSeconds after it (or the Task already holds %d places in line)",
+				q.ScheduledTime.UTC().Format(time.RFC3339), plan.MaxQueued))
 	}
 }
 

@@ -35,9 +35,16 @@ func IndexJobs(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &batchv1.Job{}, ownedJobsIndex, JobControllerUID)
 }
 
-// SetupWithManager registers the reconciler and the Job index with mgr.
+// SetupWithManager registers the Task controller, the queue controller
+// (taskqueue.go) and their indexes with mgr.
 func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := IndexJobs(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := IndexQueues(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := r.setupQueues(mgr, opts); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -45,6 +52,8 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (priority.go).
 		Watches(&batchv1.Job{}, recordingHandler{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}).
+		// An admission starts work: the default priority (taskqueue_setup.go).
+		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
 		WithOptions(opts).
 		Complete(r)
 }

@@ -106,6 +106,10 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := reconciler.IndexQueues(ctx, manualMgr.GetFieldIndexer()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	manualClient, manualReader = manualMgr.GetClient(), manualMgr.GetAPIReader()
 	go func() { _ = manualMgr.Start(ctx) }()
 	if !manualMgr.GetCache().WaitForCacheSync(ctx) {

@@ -227,31 +227,38 @@ func TestCheckStart(t *testing.T) {
 	timeout := 5 * time.Minute
 	created := t0
 	cases := []struct {
-		name string
-		pods []PodStart
-		now  time.Time
-		want StartCheck
+		name    string
+		pods    []PodStart
+		now     time.Time
+		want    StartCheck
+		refused *Refusal
 	}{
-		{"a Job without pods is rechecked when the timeout ends", nil, t0.Add(time.Minute), StartCheck{RecheckAt: t0.Add(timeout)}},
-		{"a Job that still has no pod after the timeout is stuck", nil, t0.Add(timeout), StartCheck{Stuck: true, Message: "no pod was created within 5m0s"}},
-		{"running pods need no recheck", []PodStart{{Name: "a", Created: t0, Started: true}}, t0.Add(time.Hour), StartCheck{}},
+		{"a Job without pods is rechecked when the timeout ends", nil, t0.Add(time.Minute), StartCheck{RecheckAt: t0.Add(timeout)}, nil},
+		{"a Job that still has no pod after the timeout is stuck", nil, t0.Add(timeout), StartCheck{Stuck: true, Message: "no pod was created within 5m0s"}, nil},
+		{"running pods need no recheck", []PodStart{{Name: "a", Created: t0, Started: true}}, t0.Add(time.Hour), StartCheck{}, nil},
 		{"a pending pod before its timeout is rechecked at its own deadline",
 			[]PodStart{{Name: "a", Created: t0.Add(time.Minute), WaitingReason: "ContainerCreating"}}, t0.Add(5 * time.Minute),
-			StartCheck{RecheckAt: t0.Add(6 * time.Minute)}},
+			StartCheck{RecheckAt: t0.Add(6 * time.Minute)}, nil},
 		{"a pod in image pull back-off past its timeout is stuck with that reason",
 			[]PodStart{{Name: "a", Created: t0, Started: true}, {Name: "b", Created: t0, WaitingReason: "ImagePullBackOff", WaitingMessage: "Back-off pulling image \"nope\""}},
 			t0.Add(timeout),
-			StartCheck{Stuck: true, Message: "pod b did not start within 5m0s: ImagePullBackOff: Back-off pulling image \"nope\""}},
+			StartCheck{Stuck: true, Message: "pod b did not start within 5m0s: ImagePullBackOff: Back-off pulling image \"nope\""}, nil},
 		{"an unschedulable pod past its timeout waits for capacity and is looked at again a timeout later",
 			[]PodStart{{Name: "a", Created: t0, WaitingReason: "Unschedulable", WaitingMessage: "0/1 nodes are available"}}, t0.Add(time.Hour),
-			StartCheck{Waiting: true, Cause: "pod a is Unschedulable: 0/1 nodes are available", RecheckAt: t0.Add(time.Hour + 5*time.Minute)}},
+			StartCheck{Waiting: true, Cause: "pod a is Unschedulable: 0/1 nodes are available", RecheckAt: t0.Add(time.Hour + 5*time.Minute)}, nil},
 		{"a broken pod next to an unschedulable one is stuck",
 			[]PodStart{{Name: "a", Created: t0, WaitingReason: "Unschedulable"}, {Name: "b", Created: t0, WaitingReason: "ImagePullBackOff"}}, t0.Add(time.Hour),
-			StartCheck{Stuck: true, Message: "pod b did not start within 5m0s: ImagePullBackOff"}},
+			StartCheck{Stuck: true, Message: "pod b did not start within 5m0s: ImagePullBackOff"}, nil},
+		{"a Job whose pods a ResourceQuota refuses waits for capacity and is looked at again a timeout later", nil, t0.Add(time.Hour),
+			StartCheck{Waiting: true, Cause: "no pod could be created: exceeded quota: q", RecheckAt: t0.Add(time.Hour + 5*time.Minute)},
+			&Refusal{Capacity: true, Message: "exceeded quota: q"}},
+		{"a Job whose pods are refused for a broken spec is stuck, saying why", nil, t0.Add(timeout),
+			StartCheck{Stuck: true, Message: "no pod was created within 5m0s: serviceaccount \"x\" not found"},
+			&Refusal{Message: "serviceaccount \"x\" not found"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := CheckStart(created, c.pods, timeout, c.now); got != c.want {
+			if got := CheckStart(created, c.pods, c.refused, timeout, c.now); got != c.want {
 				t.Fatalf("CheckStart() = %+v, want %+v", got, c.want)
 			}
 		})

@@ -50,6 +50,9 @@ type Attempt struct {
 	// PodsStarted is true once every pod of the Job is ready or finished, so
 	// the start timeout no longer needs checking.
 	PodsStarted bool
+	// Held is true while the Job is suspended and the operator did not
+	// stop it: something else (Kueue) holds it until it admits it.
+	Held bool
 	// RunNowToken is the hash of the run-now token consumed when the Job
 	// was created.
 	RunNowToken string
@@ -226,6 +229,10 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		ready = *job.Status.Ready
 	}
 	a.PodsStarted = ready+job.Status.Succeeded+job.Status.Failed >= completions
+	// Suspended by someone else (Kueue holds Jobs suspended until it
+	// admits them): waiting for capacity, not broken. A stop of ours
+	// suspends too, but is told by its annotation below.
+	a.Held = job.Spec.Suspend != nil && *job.Spec.Suspend
 
 	// A Job that completed before our stop took effect still succeeded.
 	if c := condition(job, batchv1.JobComplete); c != nil {

@@ -21,7 +21,15 @@ type judgement struct {
 	// pods wait for capacity.
 	waiting map[string]string
 	problem *Problem
+	queue   queueJudgement
 	now     time.Time
+}
+
+// queueJudgement is what the table needs of a queued Task's queue.
+type queueJudgement struct {
+	name    string
+	reason  v1alpha1.Reason // QueueNotFound, QueueSuspended; "" while it admits
+	message string
 }
 
 // verdict is one row of the contract's conditions table.
@@ -39,6 +47,9 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judge
 	gen, now := task.Generation, j.now
 	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
 	v := judge(task, st, j)
+	if q, ok := judgeQueued(st, j); ok {
+		v = q
+	}
 
 	if suspended && j.problem == nil {
 		// Suspended: Ready, Failed and Stalled stay as they were; only
@@ -82,6 +93,9 @@ func setFinished(st *v1alpha1.TaskStatus, problem *Problem, gen int64, now time.
 	switch {
 	case problem != nil:
 		status, reason, msg = metav1.ConditionTrue, problem.Reason, problem.Message
+	case len(st.Queued) > 0 && len(st.Active) == 0:
+		w := st.Queued[0]
+		reason, msg = v1alpha1.ReasonQueued, fmt.Sprintf("run %s: attempt %d waits for admission", w.RunID, w.Attempt)
 	case len(st.History) > 0 && st.History[0].Result == v1alpha1.RunResultRunning:
 		cur := st.History[0]
 		reason, msg = v1alpha1.ReasonRunning, fmt.Sprintf("run %s has not finished", cur.RunID)
@@ -128,6 +142,22 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) verdict {
 	}
 	return verdict{phase: v1alpha1.PhasePending, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending,
 		message: fmt.Sprintf("run %s: the next attempt has no Job yet", cur.RunID), reconciling: true}
+}
+
+// judgeQueued is the Queued row: an attempt waits for admission and none of
+// the Task's attempts runs. It goes before the cron and one-shot rows: a
+// queued cron Task is InProgress until its run starts.
+func judgeQueued(st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
+	if j.problem != nil || len(st.Queued) == 0 || len(st.Active) > 0 {
+		return verdict{}, false
+	}
+	w := st.Queued[0]
+	v := verdict{phase: v1alpha1.PhaseQueued, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonQueued, reconciling: true,
+		message: fmt.Sprintf("run %s: attempt %d waits for admission by TaskQueue %q", w.RunID, w.Attempt, j.queue.name)}
+	if j.queue.reason != "" {
+		v.reason, v.message = j.queue.reason, fmt.Sprintf("run %s: attempt %d waits: %s", w.RunID, w.Attempt, j.queue.message)
+	}
+	return v, true
 }
 
 // judgeCron applies the cron rows: runs in progress do not make a cron

@@ -120,3 +120,12 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]Output) v1alph
 	rec.Message = Head(rec.Message, MaxMessage)
 	return rec
 }
+
+// DroppedRecord is the history entry of a queued new run that ended before
+// it had a Job (a cancel, or a newer run replacing it): no attempt ran.
+func DroppedRecord(q v1alpha1.QueuedAttempt, result v1alpha1.RunResult, reason v1alpha1.Reason, msg string, now time.Time) v1alpha1.RunRecord {
+	return v1alpha1.RunRecord{
+		RunID: q.RunID, ScheduledTime: q.ScheduledTime.DeepCopy(), Result: result, Reason: reason,
+		CompletionTime: Time(now), Message: Head(msg, MaxMessage),
+	}
+}

@@ -62,7 +62,18 @@ type Input struct {
 	Waiting map[string]string
 	// Problem, when set, is why the spec cannot be acted on.
 	Problem *Problem
-	Now     time.Time
+	// Queued are the attempts waiting for the queue's admission; Dropped
+	// the queued new runs that ended before they had a Job (cancelled,
+	// replaced), recorded as runs.
+	Queued  []v1alpha1.QueuedAttempt
+	Dropped []v1alpha1.RunRecord
+	// QueueReason and QueueMessage say why the queue admits nothing now
+	// (QueueNotFound, QueueSuspended); empty while it admits in turn.
+	QueueReason  v1alpha1.Reason
+	QueueMessage string
+	// QueueName is spec.queueName as the pass saw it.
+	QueueName string
+	Now       time.Time
 }
 
 // Compute derives the new status. It is monotonic where the contract asks:
@@ -81,7 +92,8 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	if in.CancelToken != "" {
 		st.LastCancelToken = in.CancelToken
 	}
-	st.History = mergeHistory(st.History, rs, steps, in.Outputs)
+	st.Queued = in.Queued
+	st.History = mergeHistory(withDropped(st.History, in.Dropped), rs, steps, in.Outputs)
 	st.Active = activeJobs(task.Namespace, rs)
 	prevRun := st.CurrentRun
 	setCurrentRun(&st, rs, steps)
@@ -106,7 +118,8 @@ func Compute(in Input) v1alpha1.TaskStatus {
 			waiting[rs[i].ID] = cause
 		}
 	}
-	setPhaseAndConditions(task, &st, judgement{steps: steps, waiting: waiting, problem: in.Problem, now: in.Now})
+	setPhaseAndConditions(task, &st, judgement{steps: steps, waiting: waiting, problem: in.Problem, now: in.Now,
+		queue: queueJudgement{name: in.QueueName, reason: in.QueueReason, message: in.QueueMessage}})
 	return st
 }
 
@@ -154,6 +167,26 @@ func withOutputs(rs []runs.Run, outputs map[string]Output) []runs.Run {
 		}
 	}
 	return rs
+}
+
+// withDropped adds the records of queued runs that ended before they had a
+// Job; a run already recorded keeps its record.
+func withDropped(h []v1alpha1.RunRecord, dropped []v1alpha1.RunRecord) []v1alpha1.RunRecord {
+	for _, d := range dropped {
+		if !hasRecord(h, d.RunID) {
+			h = append(h, d)
+		}
+	}
+	return h
+}
+
+func hasRecord(h []v1alpha1.RunRecord, id string) bool {
+	for _, r := range h {
+		if r.RunID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // setCurrentRun fills the single-valued fields from the newest run.

@@ -142,6 +142,20 @@ func UID(uid string) TaskOpt { return func(t *v1alpha1.Task) { t.UID = types.UID
 // Generation sets the generation (for pure tests).
 func Generation(g int64) TaskOpt { return func(t *v1alpha1.Task) { t.Generation = g } }
 
+// Queue names the Task's TaskQueue (spec.queueName).
+func Queue(name string) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.QueueName = name } }
+
+// Priority sets spec.priority.
+func Priority(p int32) TaskOpt { return func(t *v1alpha1.Task) { t.Spec.Priority = p } }
+
+// NewTaskQueue is a TaskQueue admitting maxRunning attempts at a time.
+func NewTaskQueue(ns, name string, maxRunning int32) *v1alpha1.TaskQueue {
+	return &v1alpha1.TaskQueue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.TaskQueueSpec{MaxRunning: maxRunning},
+	}
+}
+
 // Status sets the stored status (for pure tests).
 func Status(st v1alpha1.TaskStatus) TaskOpt { return func(t *v1alpha1.Task) { t.Status = st } }
 

@@ -1,0 +1,415 @@
+package reconciler_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/reconciler"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// capSampler watches a namespace's Jobs and keeps, at every Job event, the
+// number of active attempts (a Job that exists and has not finished or
+// been stopped) and the order Jobs were created in.
+type capSampler struct {
+	mu      sync.Mutex
+	active  map[string]bool
+	max     int
+	created []string // Task names, in Job creation order
+	stop    func()
+}
+
+func sampleCap(t *testing.T, ns string) *capSampler {
+	t.Helper()
+	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: testutil.Scheme()})
+	must(t, err)
+	w, err := wc.Watch(ctx, &batchv1.JobList{}, client.InNamespace(ns))
+	must(t, err)
+	s := &capSampler{active: map[string]bool{}, stop: w.Stop}
+	go func() {
+		for ev := range w.ResultChan() {
+			job, ok := ev.Object.(*batchv1.Job)
+			if !ok {
+				continue
+			}
+			a := runs.AttemptOf(job, 1)
+			s.mu.Lock()
+			if ev.Type == watch.Added {
+				s.created = append(s.created, job.Labels[v1alpha1.LabelTask])
+			}
+			s.active[job.Name] = ev.Type != watch.Deleted && a.Phase == runs.Active
+			n := 0
+			for _, on := range s.active {
+				if on {
+					n++
+				}
+			}
+			s.max = max(s.max, n)
+			s.mu.Unlock()
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return s
+}
+
+func (s *capSampler) maxActive() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max
+}
+
+func (s *capSampler) order() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.created...)
+}
+
+func getQueue(t *testing.T, q *v1alpha1.TaskQueue) *v1alpha1.TaskQueue {
+	t.Helper()
+	got := &v1alpha1.TaskQueue{}
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(q), got))
+	return got
+}
+
+func waitQueue(t *testing.T, q *v1alpha1.TaskQueue, what string, ok func(*v1alpha1.TaskQueue) bool) *v1alpha1.TaskQueue {
+	t.Helper()
+	var got *v1alpha1.TaskQueue
+	eventually(t, what, func() (bool, string) {
+		got = getQueue(t, q)
+		return ok(got), fmt.Sprintf("running=%d queued=%d admitted=%v", got.Status.Running, got.Status.Queued, got.Status.Admitted)
+	})
+	return got
+}
+
+func queuedAs(reason v1alpha1.Reason) func(*v1alpha1.Task) bool {
+	return func(t *v1alpha1.Task) bool {
+		c := condition(t, v1alpha1.ConditionReady)
+		return t.Status.Phase == v1alpha1.PhaseQueued && len(t.Status.Queued) == 1 && c != nil && c.Reason == string(reason)
+	}
+}
+
+// finishOne completes the one active Job of the namespace's Tasks named
+// name and returns it.
+func completeTaskJob(t *testing.T, task *v1alpha1.Task) {
+	t.Helper()
+	js := waitJobs(t, task, 1)
+	must(t, testutil.CompleteJob(ctx, k8s, &js[0], fakeClock.Now()))
+	waitTask(t, task, "phase Succeeded", phaseIs(v1alpha1.PhaseSucceeded))
+}
+
+func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirstServed(t *testing.T) {
+	ns := newNamespace(t)
+	sampler := sampleCap(t, ns)
+	q := testutil.NewTaskQueue(ns, "team", 2)
+	q.Spec.Suspend = ptr.To(true)
+	must(t, k8s.Create(ctx, q))
+
+	// Three Tasks arrive one after the other, then an urgent one; the
+	// suspended queue holds them all in line.
+	var tasks []*v1alpha1.Task
+	for i, name := range []string{"a", "b", "c", "d", "urgent"} {
+		prio := int32(0)
+		if name == "urgent" {
+			prio = 10
+		}
+		task := newTask(ns, name, testutil.Queue("team"), testutil.Priority(prio))
+		must(t, k8s.Create(ctx, task))
+		queuedTask := waitTask(t, task, "queued behind a suspended queue", queuedAs(v1alpha1.ReasonQueueSuspended))
+		if i == 0 {
+			assertConditions(t, queuedTask, U, F, T, F)
+			assertKstatus(t, queuedTask, kstatus.InProgressStatus)
+			if c := condition(queuedTask, v1alpha1.ConditionFinished); c == nil || c.Status != F {
+				t.Fatalf("Finished while queued: %+v", c)
+			}
+		}
+		tasks = append(tasks, task)
+		fakeClock.Step(time.Second)
+	}
+	waitQueue(t, q, "5 queued, none running", func(q *v1alpha1.TaskQueue) bool { return q.Status.Queued == 5 && q.Status.Running == 0 })
+	if len(sampler.order()) != 0 {
+		t.Fatalf("a suspended queue admitted %v", sampler.order())
+	}
+
+	// Resumed: the urgent Task and the first to come run, the rest wait.
+	resumed := getQueue(t, q)
+	resumed.Spec.Suspend = nil
+	must(t, k8s.Update(ctx, resumed))
+	waitQueue(t, q, "2 running, 3 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Running == 2 && q.Status.Queued == 3 })
+	waitJobs(t, tasks[4], 1)
+	waitJobs(t, tasks[0], 1)
+	waitTask(t, tasks[1], "b still queued", queuedAs(v1alpha1.ReasonQueued))
+
+	// Each finished attempt frees its place for the head of the line.
+	completeTaskJob(t, tasks[4])
+	waitJobs(t, tasks[1], 1)
+	completeTaskJob(t, tasks[0])
+	waitJobs(t, tasks[2], 1)
+	completeTaskJob(t, tasks[1])
+	waitJobs(t, tasks[3], 1)
+	completeTaskJob(t, tasks[2])
+	completeTaskJob(t, tasks[3])
+	waitQueue(t, q, "empty", func(q *v1alpha1.TaskQueue) bool {
+		return q.Status.Running == 0 && q.Status.Queued == 0 && q.Status.AdmittedTotal == 5
+	})
+
+	want := []string{"urgent", "a", "b", "c", "d"}
+	got := sampler.order()
+	if fmt.Sprint(got[:2]) != "[urgent a]" && fmt.Sprint(got[:2]) != "[a urgent]" || fmt.Sprint(got[2:]) != fmt.Sprint(want[2:]) {
+		t.Fatalf("Jobs created in order %v, want %v", got, want)
+	}
+	if m := sampler.maxActive(); m > 2 {
+		t.Fatalf("%d attempts were active at once; the queue admits 2", m)
+	}
+	var evs corev1.EventList
+	must(t, k8s.List(ctx, &evs, client.InNamespace(ns), client.MatchingFields{"reason": string(v1alpha1.EventAdmitted)}))
+	if len(evs.Items) != 5 {
+		t.Fatalf("%d Admitted events, want 5", len(evs.Items))
+	}
+}
+
+func TestATaskNamingAMissingQueueWaitsAndStartsOnceTheQueueExists(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "early", testutil.Queue("later"))
+	must(t, k8s.Create(ctx, task))
+	waiting := waitTask(t, task, "QueueNotFound", queuedAs(v1alpha1.ReasonQueueNotFound))
+	if c := condition(waiting, v1alpha1.ConditionReady); c.Status != U {
+		t.Fatalf("Ready %s while the queue is missing", c.Status)
+	}
+	if len(jobsOf(t, task)) != 0 {
+		t.Fatal("a Job was created without a queue to admit it")
+	}
+	must(t, k8s.Create(ctx, testutil.NewTaskQueue(ns, "later", 1)))
+	waitJobs(t, task, 1)
+	waitTask(t, task, "Running", phaseIs(v1alpha1.PhaseRunning))
+}
+
+func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
+	ns := newNamespace(t)
+	sampler := sampleCap(t, ns)
+	q := testutil.NewTaskQueue(ns, "team", 3)
+	must(t, k8s.Create(ctx, q))
+	var tasks []*v1alpha1.Task
+	for i := range 5 {
+		task := newTask(ns, fmt.Sprintf("t%d", i), testutil.Queue("team"))
+		must(t, k8s.Create(ctx, task))
+		tasks = append(tasks, task)
+		fakeClock.Step(time.Second)
+	}
+	waitQueue(t, q, "3 running, 2 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Running == 3 && q.Status.Queued == 2 })
+
+	lowered := getQueue(t, q)
+	lowered.Spec.MaxRunning = 1
+	must(t, k8s.Update(ctx, lowered))
+	waitQueue(t, q, "generation seen", func(got *v1alpha1.TaskQueue) bool { return got.Status.ObservedGeneration == lowered.Generation })
+	for _, task := range tasks[:3] {
+		if js := jobsOf(t, task); len(js) != 1 || runs.AttemptOf(&js[0], 1).Phase != runs.Active {
+			t.Fatalf("%s: lowering maxRunning touched its running attempt", task.Name)
+		}
+	}
+	// Two finish: still one running, so nothing is admitted below the new cap.
+	completeTaskJob(t, tasks[0])
+	completeTaskJob(t, tasks[1])
+	waitQueue(t, q, "1 running, 2 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Running == 1 && q.Status.Queued == 2 })
+	if len(jobsOf(t, tasks[3])) != 0 {
+		t.Fatal("admitted while at the lowered cap")
+	}
+
+	raised := getQueue(t, q)
+	raised.Spec.MaxRunning = 3
+	must(t, k8s.Update(ctx, raised))
+	waitJobs(t, tasks[3], 1)
+	waitJobs(t, tasks[4], 1)
+	if m := sampler.maxActive(); m > 3 {
+		t.Fatalf("%d attempts active at once", m)
+	}
+}
+
+func TestARetryWaitingOutItsBackoffHoldsNoPlaceInTheQueue(t *testing.T) {
+	ns := newNamespace(t)
+	must(t, k8s.Create(ctx, testutil.NewTaskQueue(ns, "one", 1)))
+	flaky := newTask(ns, "flaky", testutil.Queue("one"), testutil.Retries(1, 30, 30, 2))
+	must(t, k8s.Create(ctx, flaky))
+	first := waitJobs(t, flaky, 1)[0]
+	fakeClock.Step(time.Second)
+	other := newTask(ns, "other", testutil.Queue("one"))
+	must(t, k8s.Create(ctx, other))
+	waitTask(t, other, "queued behind flaky", queuedAs(v1alpha1.ReasonQueued))
+
+	// flaky's attempt fails: while it waits out its 30 s backoff, other runs.
+	must(t, testutil.FailJob(ctx, k8s, &first, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
+	waitTask(t, flaky, "Retrying", phaseIs(v1alpha1.PhaseRetrying))
+	waitJobs(t, other, 1)
+
+	// Its retry falls due while other holds the place: it queues, and runs
+	// once other is done.
+	fakeClock.Step(31 * time.Second)
+	poke(t, flaky)
+	waitTask(t, flaky, "retry queued", queuedAs(v1alpha1.ReasonQueued))
+	completeTaskJob(t, other)
+	waitJobs(t, flaky, 2)
+}
+
+func TestDeletingAQueuedTaskOrTheQueueLosesNothingElse(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "team", 1)
+	must(t, k8s.Create(ctx, q))
+	running := newTask(ns, "running", testutil.Queue("team"))
+	must(t, k8s.Create(ctx, running))
+	waitJobs(t, running, 1)
+	fakeClock.Step(time.Second)
+	gone := newTask(ns, "gone", testutil.Queue("team"))
+	must(t, k8s.Create(ctx, gone))
+	fakeClock.Step(time.Second)
+	next := newTask(ns, "next", testutil.Queue("team"))
+	must(t, k8s.Create(ctx, next))
+	waitTask(t, next, "queued", queuedAs(v1alpha1.ReasonQueued))
+	waitQueue(t, q, "2 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Queued == 2 })
+
+	// The queued Task goes: the next in line takes its turn.
+	must(t, k8s.Delete(ctx, gone))
+	waitQueue(t, q, "1 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Queued == 1 && q.Status.Running == 1 })
+	completeTaskJob(t, running)
+	waitJobs(t, next, 1)
+
+	// The queue goes: running attempts go on, waiting Tasks say why they wait.
+	must(t, k8s.Delete(ctx, getQueue(t, q)))
+	later := newTask(ns, "later", testutil.Queue("team"))
+	must(t, k8s.Create(ctx, later))
+	waitTask(t, later, "QueueNotFound", queuedAs(v1alpha1.ReasonQueueNotFound))
+	completeTaskJob(t, next)
+
+	// Re-created, it admits the waiting Task.
+	must(t, k8s.Create(ctx, testutil.NewTaskQueue(ns, "team", 1)))
+	waitJobs(t, later, 1)
+}
+
+func TestAQueuedCronSlotPastItsStartingDeadlineIsSkipped(t *testing.T) {
+	ns := newNamespace(t)
+	must(t, k8s.Create(ctx, testutil.NewTaskQueue(ns, "one", 1)))
+	blocker := newTask(ns, "blocker", testutil.Queue("one"))
+	must(t, k8s.Create(ctx, blocker))
+	waitJobs(t, blocker, 1)
+	cron, _ := scheduledTask(t, ns, "nightly", testutil.Queue("one"), testutil.StartingDeadline(30))
+
+	slot := toSlot(t, cron)
+	waitTask(t, cron, "slot queued", queuedAs(v1alpha1.ReasonQueued))
+	fakeClock.SetTime(slot.Add(31 * time.Second))
+	poke(t, cron)
+	skipped := waitTask(t, cron, "slot skipped", func(t *v1alpha1.Task) bool {
+		return len(t.Status.Queued) == 0 && t.Status.Phase == v1alpha1.PhaseScheduled
+	})
+	if len(skipped.Status.History) != 0 {
+		t.Fatalf("a skipped slot ran: %+v", skipped.Status.History)
+	}
+	completeTaskJob(t, blocker)
+	if js := jobsOf(t, cron); len(js) != 0 {
+		t.Fatalf("the skipped slot got a Job: %s", js[0].Name)
+	}
+	var evs corev1.EventList
+	must(t, k8s.List(ctx, &evs, client.InNamespace(ns), client.MatchingFields{"reason": string(v1alpha1.EventQueuedSlotMissed)}))
+	if len(evs.Items) != 1 {
+		t.Fatalf("%d QueuedSlotMissed events, want 1", len(evs.Items))
+	}
+}
+
+func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
+	ns := newNamespace(t)
+	sampler := sampleCap(t, ns)
+	q := testutil.NewTaskQueue(ns, "team", 3)
+	must(t, k8s.Create(ctx, q))
+
+	// The record itself, at every write.
+	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: testutil.Scheme()})
+	must(t, err)
+	w, err := wc.Watch(ctx, &v1alpha1.TaskQueueList{}, client.InNamespace(ns))
+	must(t, err)
+	t.Cleanup(w.Stop)
+	// 32 more reconciles of the same queue, from a second cache, race the
+	// operator's own after every change of the record: as a second replica
+	// or an old leader would.
+	second := &reconciler.QueueReconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)}
+	var maxRecord sync.Map
+	raced := make(chan struct{})
+	go func() {
+		defer close(raced)
+		for ev := range w.ResultChan() {
+			tq, ok := ev.Object.(*v1alpha1.TaskQueue)
+			if !ok {
+				continue
+			}
+			maxRecord.Store(tq.ResourceVersion, len(tq.Status.Admitted))
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _ = second.Reconcile(ctx, req)
+				}()
+			}
+			wg.Wait()
+		}
+	}()
+
+	const n = 15
+	var tasks []*v1alpha1.Task
+	for i := range n {
+		task := newTask(ns, fmt.Sprintf("r%02d", i), testutil.Queue("team"), testutil.Priority(int32(i%3)))
+		must(t, k8s.Create(ctx, task))
+		tasks = append(tasks, task)
+	}
+	finished := 0
+	eventually(t, "every Task finished", func() (bool, string) {
+		var list batchv1.JobList
+		must(t, k8s.List(ctx, &list, client.InNamespace(ns)))
+		for i := range list.Items {
+			if runs.AttemptOf(&list.Items[i], 1).Phase == runs.Active {
+				must(t, testutil.CompleteJob(ctx, k8s, &list.Items[i], fakeClock.Now()))
+			}
+		}
+		finished = 0
+		for _, task := range tasks {
+			if getTask(t, task).Status.Phase == v1alpha1.PhaseSucceeded {
+				finished++
+			}
+		}
+		msg := fmt.Sprintf("%d of %d finished", finished, n)
+		for _, task := range tasks {
+			if got := getTask(t, task); got.Status.Phase != v1alpha1.PhaseSucceeded {
+				msg += fmt.Sprintf("; %s: %s queued=%v jobs=%d", task.Name, statusSummary(got), got.Status.Queued, len(jobsOf(t, task)))
+			}
+		}
+		tq := getQueue(t, q)
+		msg += fmt.Sprintf("; queue running=%d queued=%d admitted=%v", tq.Status.Running, tq.Status.Queued, tq.Status.Admitted)
+		return finished == n, msg
+	})
+	w.Stop()
+	<-raced
+
+	if m := sampler.maxActive(); m > 3 {
+		t.Fatalf("%d attempts were active at once; the queue admits 3", m)
+	}
+	maxRecord.Range(func(rv, n any) bool {
+		if n.(int) > 3 {
+			t.Errorf("the admission record at resourceVersion %v lists %d places", rv, n)
+		}
+		return true
+	})
+	for _, task := range tasks {
+		if js := jobsOf(t, task); len(js) != 1 {
+			t.Errorf("%s has %d Jobs", task.Name, len(js))
+		}
+	}
+}

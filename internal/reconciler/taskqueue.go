@@ -1,0 +1,162 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/admission"
+	"github.com/taskops/task-operator/internal/runs"
+)
+
+// QueueReconciler keeps a TaskQueue's admission record: it releases the
+// places of finished attempts and admits the waiting ones in order
+// (internal/admission decides). Passes are driven by events only: a Job of
+// the queue finishing, a Task of the queue starting to wait or going, the
+// queue's spec changing. No poll loop: each of those is what frees a place
+// or adds to the line.
+type QueueReconciler struct {
+	Client    ctrl.Client
+	APIReader ctrl.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Lease     LeaseHolder
+}
+
+// +kubebuilder:rbac:groups=batch.taskops.io,resources=taskqueues/status,verbs=get;patch
+
+// Reconcile decides one TaskQueue pass and writes its status once, with
+// optimistic locking: the write is what takes a place, so a pass that lost
+// a race takes none and runs again from the winner's record.
+func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if r.Lease != nil && !r.Lease.Held() {
+		return standDown(ctx)
+	}
+	tq := &v1alpha1.TaskQueue{}
+	if err := r.Client.Get(ctx, req.NamespacedName, tq); err != nil {
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	in, tasks, err := r.observe(ctx, tq)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	d := admission.Decide(in)
+
+	old := tq.Status.DeepCopy()
+	st := &tq.Status
+	st.Admitted = d.Admitted
+	st.Running = d.Running()
+	st.Queued = int32(len(d.Line))
+	st.AdmittedTotal += int64(len(d.Admit))
+	st.ObservedGeneration = tq.Generation
+	setQueueReady(tq, r.Clock.Now())
+	if !equality.Semantic.DeepEqual(*old, *st) {
+		if r.Lease != nil && !r.Lease.Held() {
+			return standDown(ctx)
+		}
+		base := tq.DeepCopy()
+		base.Status = *old
+		if err := r.Client.Status().Patch(ctx, tq, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+			return onConflict(ctx, err)
+		}
+	}
+	for _, w := range d.Admit {
+		if task := tasks[w.Task]; task != nil && r.Recorder != nil {
+			r.Recorder.Eventf(task, tq, "Normal", string(v1alpha1.EventAdmitted), "Admit",
+				"attempt %s admitted by TaskQueue %s (%d of %d places held)", w.JobName, tq.Name, st.Running, tq.Spec.MaxRunning)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// observe reads what the decision needs, from the cache: the queue's
+// Tasks and what they wait for, and the queue's Jobs (by label). A listed
+// place whose Job the cache does not show and that no Task waits for is
+// read from the API server before it is released: the cache may not show
+// a Job just created yet, and releasing its place would let the cap be
+// exceeded.
+func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admission.Input, map[string]*v1alpha1.Task, error) {
+	in := admission.Input{
+		MaxRunning: tq.Spec.MaxRunning, Suspended: ptr.Deref(tq.Spec.Suspend, false),
+		Admitted: tq.Status.Admitted, Jobs: map[string]admission.JobState{},
+	}
+	var taskList v1alpha1.TaskList
+	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{taskQueueIndex: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return in, nil, err
+	}
+	tasks := make(map[string]*v1alpha1.Task, len(taskList.Items))
+	waited := map[string]bool{}
+	for i := range taskList.Items {
+		t := &taskList.Items[i]
+		tasks[t.Name] = t
+		if !t.DeletionTimestamp.IsZero() || ptr.Deref(t.Spec.Suspend, false) {
+			continue // a deleted or suspended Task waits for nothing
+		}
+		for _, q := range t.Status.Queued {
+			in.Waiting = append(in.Waiting, admission.Waiting{Task: t.Name, JobName: q.JobName, Priority: t.Spec.Priority, Since: q.Since.Time})
+			waited[q.JobName] = true
+		}
+	}
+	var jobList batchv1.JobList
+	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{jobQueueIndex: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return in, nil, err
+	}
+	for i := range jobList.Items {
+		in.Jobs[jobList.Items[i].Name] = jobState(&jobList.Items[i])
+	}
+	for _, name := range tq.Status.Admitted {
+		if _, ok := in.Jobs[name]; ok || waited[name] {
+			continue
+		}
+		job := &batchv1.Job{}
+		err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: tq.Namespace, Name: name}, job)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return in, nil, err
+		default:
+			in.Jobs[name] = jobState(job)
+		}
+	}
+	return in, tasks, nil
+}
+
+// jobState is whether a Job's attempt still holds its place. An attempt
+// the operator stopped holds none: its pods are being ended.
+func jobState(job *batchv1.Job) admission.JobState {
+	return admission.JobState{Finished: runs.AttemptOf(job, 0).Phase != runs.Active}
+}
+
+// setQueueReady sets the queue's Ready condition: True while it admits.
+func setQueueReady(tq *v1alpha1.TaskQueue, now time.Time) {
+	c := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: string(v1alpha1.ReasonAdmitting),
+		Message: fmt.Sprintf("admits up to %d attempts at a time", tq.Spec.MaxRunning), ObservedGeneration: tq.Generation,
+		LastTransitionTime: metav1.NewTime(now.UTC().Truncate(time.Second))}
+	if ptr.Deref(tq.Spec.Suspend, false) {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(v1alpha1.ReasonQueueSuspended), "spec.suspend is true: admits nothing new; active attempts finish"
+	}
+	meta.SetStatusCondition(&tq.Status.Conditions, c)
+}
+
+// queuedJobNames are the Job names a Task waits for (its status.queued).
+func queuedJobNames(t *v1alpha1.Task) []string {
+	out := make([]string, 0, len(t.Status.Queued))
+	for _, q := range t.Status.Queued {
+		out = append(out, q.JobName)
+	}
+	slices.Sort(out)
+	return out
+}
