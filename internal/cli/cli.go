@@ -202,6 +202,7 @@ Exit codes:
 		a.cancelCommand(),
 		a.logsCommand(),
 		a.historyCommand(),
+		a.queueCommand(),
 	)
 	return root
 }

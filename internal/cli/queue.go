@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/admission"
+)
+
+func (a *app) queueCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "queue NAME",
+		Short: "List a TaskQueue's attempts: those holding a place, then the line in admission order",
+		Long: `List a TaskQueue's attempts: first those holding a place (admitted, their Job
+running or about to be created), then the attempts waiting, in the order the
+operator admits them: higher spec.priority first, then first come, first
+served. POSITION is the place in the line (1 is admitted next), WAITING how
+long the attempt has waited.`,
+		Example: `  kubectl task queue team -n ci`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.getClients()
+			if err != nil {
+				return err
+			}
+			return a.queue(cmd.Context(), c, types.NamespacedName{Namespace: c.namespace, Name: args[0]})
+		},
+	}
+}
+
+// queuedEntry is one row of `kubectl task queue`.
+type queuedEntry struct {
+	w       admission.Waiting
+	runID   string
+	attempt int32
+}
+
+func (a *app) queue(ctx context.Context, c *clients, key types.NamespacedName) error {
+	tq := &v1alpha1.TaskQueue{}
+	if err := c.ctrl.Get(ctx, key, tq); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("taskqueue %q not found in namespace %q", key.Name, key.Namespace)
+		}
+		return err
+	}
+	var list v1alpha1.TaskList
+	if err := c.ctrl.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
+		return err
+	}
+	owner := map[string]string{} // Job name -> Task, for the places held
+	var line []queuedEntry
+	for _, t := range list.Items {
+		if t.Spec.QueueName != key.Name {
+			continue
+		}
+		for _, ref := range t.Status.Active {
+			owner[ref.Name] = t.Name
+		}
+		for _, q := range t.Status.Queued {
+			owner[q.JobName] = t.Name
+			if ptr.Deref(t.Spec.Suspend, false) {
+				continue
+			}
+			if _, held := slices.BinarySearch(tq.Status.Admitted, q.JobName); held {
+				continue
+			}
+			line = append(line, queuedEntry{
+				w:     admission.Waiting{Task: t.Name, JobName: q.JobName, Priority: t.Spec.Priority, Since: q.Since.Time},
+				runID: q.RunID, attempt: q.Attempt,
+			})
+		}
+	}
+	slices.SortFunc(line, func(x, y queuedEntry) int { return admission.Order(x.w, y.w) })
+
+	state := "admitting"
+	if ptr.Deref(tq.Spec.Suspend, false) {
+		state = "suspended: admits nothing new"
+	}
+	out := a.streams.Out
+	fmt.Fprintf(out, "TaskQueue %s: max %d, running %d, queued %d (%s)\n", tq.Name, tq.Spec.MaxRunning, tq.Status.Running, len(line), state)
+	if len(tq.Status.Admitted) == 0 && len(line) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POSITION\tTASK\tRUN\tATTEMPT\tPRIORITY\tWAITING\tJOB")
+	for _, name := range tq.Status.Admitted {
+		task := owner[name]
+		if task == "" {
+			task = "?"
+		}
+		fmt.Fprintf(tw, "running\t%s\t\t\t\t\t%s\n", task, name)
+	}
+	now := a.now()
+	for i, e := range line {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", i+1, e.w.Task, e.runID, e.attempt, e.w.Priority,
+			now.Sub(e.w.Since).Round(time.Second), e.w.JobName)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+func TestQueueListsThePlacesHeldThenTheLineInAdmissionOrder(t *testing.T) {
+	ns := newNamespace(t)
+	tq := testutil.NewTaskQueue(ns, "team", 1)
+	if err := k8s.Create(context.Background(), tq); err != nil {
+		t.Fatal(err)
+	}
+	tq.Status.Admitted, tq.Status.Running = []string{"running-job"}, 1
+	if err := k8s.Status().Update(context.Background(), tq); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now().Add(-time.Minute)
+	for _, c := range []struct {
+		name     string
+		priority int32
+		since    time.Time
+	}{{"early", 0, since}, {"late", 0, since.Add(time.Second)}, {"urgent", 5, since.Add(2 * time.Second)}} {
+		task := shellTask(ns, c.name, 0)
+		task.Spec.QueueName, task.Spec.Priority = "team", c.priority
+		createTask(t, task)
+		setStatus(t, types.NamespacedName{Namespace: ns, Name: c.name}, func(task *v1alpha1.Task) {
+			task.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: "0", Attempt: 1, JobName: c.name + "-job", Since: metav1.NewMicroTime(c.since)}}
+		})
+	}
+	runner := shellTask(ns, "runner", 0)
+	runner.Spec.QueueName = "team"
+	createTask(t, runner)
+	setStatus(t, types.NamespacedName{Namespace: ns, Name: "runner"}, func(task *v1alpha1.Task) {
+		task.Status.Active = []corev1.ObjectReference{{Name: "running-job"}}
+	})
+
+	code, stdout, stderr := runCLI(t, "-n", ns, "queue", "team")
+	if code != ExitOK {
+		t.Fatalf("exit code %d: %s", code, stderr)
+	}
+	assertContains(t, "stdout", stdout, "TaskQueue team: max 1, running 1, queued 3 (admitting)")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var order []string
+	for _, l := range lines[2:] {
+		order = append(order, strings.Fields(l)[0]+":"+strings.Fields(l)[1])
+	}
+	if got := strings.Join(order, " "); got != "running:runner 1:urgent 2:early 3:late" {
+		t.Fatalf("order %q:\n%s", got, stdout)
+	}
+
+	if code, _, stderr := runCLI(t, "-n", ns, "queue", "nope"); code != ExitError || !strings.Contains(stderr, `taskqueue "nope" not found`) {
+		t.Fatalf("missing queue: exit code %d, stderr %q", code, stderr)
+	}
+}
