@@ -110,8 +110,9 @@ binaries_for() { # binaries_for MODE: the Kubernetes binaries it needs
 # garbage collector fails pods that can never run (say, created just before
 # their namespace began terminating), or such a namespace never goes away;
 # the deployment and replicaset controllers run the operator deployed from
-# config/default (the e2e suite does).
-readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller
+# config/default (the e2e suite does); the resourcequota controller counts
+# what ResourceQuotas allow, so a quota can refuse pods (queues, capacity).
+readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller,resourcequota-controller
 
 KCM_QPS=${KCM_QPS:-20}
 KCM_BURST=${KCM_BURST:-30}

@@ -136,7 +136,7 @@ func gate(task *v1alpha1.Task, q *Queue, starts []Start, now time.Time) (admitte
 		if t, ok := since[name]; ok {
 			w.Since = t
 		} else {
-			w.Since = metav1.NewMicroTime(now)
+			w.Since = metav1.NewMicroTime(readyAt(task, s, now))
 		}
 		if len(queued) == MaxQueued {
 			if s.Scheduled != nil {
@@ -147,6 +147,25 @@ func gate(task *v1alpha1.Task, q *Queue, starts []Start, now time.Time) (admitte
 		queued = append(queued, w)
 	}
 	return admitted, queued, missed
+}
+
+// readyAt is when a start became ready: its place in the line within a
+// priority. A cron slot's run is ready at its slot. The initial run of a
+// one-shot Task is ready when the Task was created: creation times have
+// one-second resolution, so within that second the pass's own time keeps
+// the order in which Tasks arrived, and a pass that comes later (a backlog
+// after a restart) still ranks the Task by its creation. Anything else (a
+// retry, whose pass comes when it falls due; a run-now) is ready now.
+func readyAt(task *v1alpha1.Task, s Start, now time.Time) time.Time {
+	switch {
+	case s.Scheduled != nil:
+		return *s.Scheduled
+	case s.RunID == runs.OneShot && s.Attempt == 1 && !task.CreationTimestamp.IsZero():
+		if end := task.CreationTimestamp.Add(time.Second - time.Microsecond); now.After(end) {
+			return end
+		}
+	}
+	return now
 }
 
 // QueueProblem is why a queued Task's attempts cannot be admitted now,

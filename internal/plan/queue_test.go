@@ -127,3 +127,26 @@ func TestASuspendedTaskKeepsItsPlaceButAsksForNoAdmission(t *testing.T) {
 		t.Fatalf("start %v, queued %+v", p.Start, p.Queued)
 	}
 }
+
+func TestAnInitialRunQueuesInTheOrderItsTaskWasCreatedAndACronRunByItsSlot(t *testing.T) {
+	created := ago(time.Hour).Truncate(time.Second)
+	tk := task(testutil.Queue("team"))
+	tk.CreationTimestamp = metav1.NewTime(created)
+	late := plan.Decide(plan.Input{Task: tk, Queue: queue(), Now: now})
+	if want := created.Add(time.Second - time.Microsecond); !late.Queued[0].Since.Time.Equal(want) {
+		t.Fatalf("a pass an hour late: since %v, want %v (the end of its creation second)", late.Queued[0].Since, want)
+	}
+	tk.CreationTimestamp = metav1.NewTime(now.Truncate(time.Second))
+	timely := plan.Decide(plan.Input{Task: tk, Queue: queue(), Now: now})
+	if !timely.Queued[0].Since.Time.Equal(now) {
+		t.Fatalf("a pass within the creation second: since %v, want the pass's time %v", timely.Queued[0].Since, now)
+	}
+
+	cron := task(testutil.Queue("team"), testutil.Schedule("*/5 * * * *"))
+	cron.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	cron.Status.ObservedGeneration = 1
+	p := plan.Decide(plan.Input{Task: cron, Queue: queue(), Now: now})
+	if len(p.Queued) != 1 || !p.Queued[0].Since.Time.Equal(time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Fatalf("cron: queued %+v, want since the slot", p.Queued)
+	}
+}
