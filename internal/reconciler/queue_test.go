@@ -8,7 +8,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,62 +17,15 @@ import (
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
 )
 
-// capSampler watches a namespace's Jobs and keeps, at every Job event, the
-// number of active attempts (a Job that exists and has not finished or
-// been stopped) and the order Jobs were created in.
-type capSampler struct {
-	mu      sync.Mutex
-	active  map[string]bool
-	max     int
-	created []string // Task names, in Job creation order
-	stop    func()
-}
-
-func sampleCap(t *testing.T, ns string) *capSampler {
+// watchClient is a client that can watch, for harness.RecordJobs.
+func watchClient(t *testing.T) client.WithWatch {
 	t.Helper()
 	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: testutil.Scheme()})
 	must(t, err)
-	w, err := wc.Watch(ctx, &batchv1.JobList{}, client.InNamespace(ns))
-	must(t, err)
-	s := &capSampler{active: map[string]bool{}, stop: w.Stop}
-	go func() {
-		for ev := range w.ResultChan() {
-			job, ok := ev.Object.(*batchv1.Job)
-			if !ok {
-				continue
-			}
-			a := runs.AttemptOf(job, 1)
-			s.mu.Lock()
-			if ev.Type == watch.Added {
-				s.created = append(s.created, job.Labels[v1alpha1.LabelTask])
-			}
-			s.active[job.Name] = ev.Type != watch.Deleted && a.Phase == runs.Active
-			n := 0
-			for _, on := range s.active {
-				if on {
-					n++
-				}
-			}
-			s.max = max(s.max, n)
-			s.mu.Unlock()
-		}
-	}()
-	t.Cleanup(w.Stop)
-	return s
-}
-
-func (s *capSampler) maxActive() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.max
-}
-
-func (s *capSampler) order() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.created...)
+	return wc
 }
 
 func getQueue(t *testing.T, q *v1alpha1.TaskQueue) *v1alpha1.TaskQueue {
@@ -111,7 +63,7 @@ func completeTaskJob(t *testing.T, task *v1alpha1.Task) {
 
 func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirstServed(t *testing.T) {
 	ns := newNamespace(t)
-	sampler := sampleCap(t, ns)
+	jobs := harness.RecordJobs(t, watchClient(t), ns)
 	q := testutil.NewTaskQueue(ns, "team", 2)
 	q.Spec.Suspend = ptr.To(true)
 	must(t, k8s.Create(ctx, q))
@@ -138,8 +90,8 @@ func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirst
 		fakeClock.Step(time.Second)
 	}
 	waitQueue(t, q, "5 queued, none running", func(q *v1alpha1.TaskQueue) bool { return q.Status.Queued == 5 && q.Status.Running == 0 })
-	if len(sampler.order()) != 0 {
-		t.Fatalf("a suspended queue admitted %v", sampler.order())
+	if len(jobs.Order()) != 0 {
+		t.Fatalf("a suspended queue admitted %v", jobs.Order())
 	}
 
 	// Resumed: the urgent Task and the first to come run, the rest wait.
@@ -165,11 +117,11 @@ func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirst
 	})
 
 	want := []string{"urgent", "a", "b", "c", "d"}
-	got := sampler.order()
+	got := jobs.Order()
 	if fmt.Sprint(got[:2]) != "[urgent a]" && fmt.Sprint(got[:2]) != "[a urgent]" || fmt.Sprint(got[2:]) != fmt.Sprint(want[2:]) {
 		t.Fatalf("Jobs created in order %v, want %v", got, want)
 	}
-	if m := sampler.maxActive(); m > 2 {
+	if m := jobs.MaxActive(); m > 2 {
 		t.Fatalf("%d attempts were active at once; the queue admits 2", m)
 	}
 	var evs corev1.EventList
@@ -197,7 +149,7 @@ func TestATaskNamingAMissingQueueWaitsAndStartsOnceTheQueueExists(t *testing.T) 
 
 func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 	ns := newNamespace(t)
-	sampler := sampleCap(t, ns)
+	jobs := harness.RecordJobs(t, watchClient(t), ns)
 	q := testutil.NewTaskQueue(ns, "team", 3)
 	must(t, k8s.Create(ctx, q))
 	var tasks []*v1alpha1.Task
@@ -231,7 +183,7 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 	must(t, k8s.Update(ctx, raised))
 	waitJobs(t, tasks[3], 1)
 	waitJobs(t, tasks[4], 1)
-	if m := sampler.maxActive(); m > 3 {
+	if m := jobs.MaxActive(); m > 3 {
 		t.Fatalf("%d attempts active at once", m)
 	}
 }
@@ -326,14 +278,12 @@ func TestAQueuedCronSlotPastItsStartingDeadlineIsSkipped(t *testing.T) {
 
 func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 	ns := newNamespace(t)
-	sampler := sampleCap(t, ns)
+	jobs := harness.RecordJobs(t, watchClient(t), ns)
 	q := testutil.NewTaskQueue(ns, "team", 3)
 	must(t, k8s.Create(ctx, q))
 
 	// The record itself, at every write.
-	wc, err := client.NewWithWatch(restCfg, client.Options{Scheme: testutil.Scheme()})
-	must(t, err)
-	w, err := wc.Watch(ctx, &v1alpha1.TaskQueueList{}, client.InNamespace(ns))
+	w, err := watchClient(t).Watch(ctx, &v1alpha1.TaskQueueList{}, client.InNamespace(ns))
 	must(t, err)
 	t.Cleanup(w.Stop)
 	// 32 more reconciles of the same queue, from a second cache, race the
@@ -398,7 +348,7 @@ func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 	w.Stop()
 	<-raced
 
-	if m := sampler.maxActive(); m > 3 {
+	if m := jobs.MaxActive(); m > 3 {
 		t.Fatalf("%d attempts were active at once; the queue admits 3", m)
 	}
 	maxRecord.Range(func(rv, n any) bool {

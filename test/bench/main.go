@@ -90,7 +90,7 @@ func (o *options) timeout(at1000 time.Duration) time.Duration {
 	return max(time.Duration(float64(at1000)*float64(o.n)/1000), time.Minute)
 }
 
-var allScenarios = []string{"burst", "idle", "memory", "cron"}
+var allScenarios = []string{"burst", "idle", "memory", "cron", "queue"}
 
 func parseOptions() (*options, error) {
 	o := &options{}
@@ -241,6 +241,11 @@ func run(o *options) error {
 		if o.scenarios["memory"] {
 			if r.mem, err = sessionMemory(ctx, o, rep); err != nil {
 				return fmt.Errorf("memory session: %w", err)
+			}
+		}
+		if o.scenarios["queue"] {
+			if r.queue, err = sessionQueue(ctx, o, rep); err != nil {
+				return fmt.Errorf("queue session: %w", err)
 			}
 		}
 		if o.scenarios["cron"] {

@@ -17,6 +17,7 @@ type repeatResult struct {
 	idle  *idleResult
 	mem   *memResult
 	cron  map[string]*cronResult
+	queue *queueResult
 }
 
 type results struct {
@@ -350,6 +351,35 @@ func (rs *results) render() string {
 			rss, heap := slope(sl.i, sl.j, false), slope(sl.i, sl.j, true)
 			add("memory", "RSS growth per 1000 Tasks, "+sl.label, spread(rss, "MiB"), le15(rss))
 			add("memory", "Go heap growth per 1000 Tasks, "+sl.label, spread(heap, "MiB"), le15(heap))
+		}
+	}
+
+	// --- queue
+	qf := func(f func(*queueResult) float64) []float64 {
+		return rs.collect(func(r *repeatResult) float64 {
+			if r.queue == nil {
+				return math.NaN()
+			}
+			return f(r.queue)
+		})
+	}
+	if par := qf(func(q *queueResult) float64 { return float64(q.parallel) }); anyValue(par) {
+		p := int(median(par))
+		thr := qf(func(q *queueResult) float64 { return q.queued / q.unqueued })
+		add("queue", fmt.Sprintf("%d Tasks in one TaskQueue of maxRunning %d, pods ~%s s: Tasks finished per second", n, p, queuePodSeconds), spread(qf(func(q *queueResult) float64 { return q.queued }), "/s"), "")
+		add("queue", fmt.Sprintf("  baseline: no queue, a load generator keeping %d Tasks in flight", p), spread(qf(func(q *queueResult) float64 { return q.unqueued }), "/s"), "")
+		add("queue", "  queued / un-queued at equal parallelism (ratio, target >= 0.8)", spread(thr, "x"), verdict(thr, func(x float64) bool { return x >= 0.8 }))
+		most := qf(func(q *queueResult) float64 { return float64(q.maxActive) })
+		add("queue", "  most attempts active at once (target <= maxRunning)", spread(most, ""), verdict(most, func(x float64) bool { return x <= float64(p) }))
+		p99 := qf(func(q *queueResult) float64 { return percentile(q.admit, 99) })
+		add("queue", "  admission latency p50 (a place frees to the next Job)", secs(qf(func(q *queueResult) float64 { return percentile(q.admit, 50) })), "")
+		add("queue", "  admission latency p99 (target <= 1 s)", secs(p99), verdict(p99, func(x float64) bool { return x <= 1 }))
+		inv := qf(func(q *queueResult) float64 { return float64(q.inversions) })
+		add("queue", fmt.Sprintf("  priority inversions (a lower priority admitted while a higher one waited > %s)", inversionGrace), spread(inv, ""), "0: "+verdict(inv, func(x float64) bool { return x == 0 }))
+		add("queue", "  operator writes per admitted attempt, events excluded", spread(qf(func(q *queueResult) float64 { return q.writes.total() / float64(q.n) }), ""), "")
+		add("queue", "  events per admitted attempt (Queued, Admitted)", spread(qf(func(q *queueResult) float64 { return q.writes.events / float64(q.n) }), ""), "")
+		if last := rs.reps[len(rs.reps)-1].queue; last != nil {
+			add("queue", "  by resource per attempt (last repeat)", last.writes.breakdown(float64(last.n)), "")
 		}
 	}
 

@@ -25,6 +25,8 @@ import (
 
 type taskTrack struct {
 	seen, ready time.Time
+	queued      time.Time // first seen waiting in its queue (status.queued)
+	priority    int32
 	next        time.Time // status.nextScheduleTime, once set
 }
 
@@ -40,6 +42,10 @@ type tracker struct {
 	tasks map[string]*taskTrack
 	jobs  map[string]*jobTrack
 	stop  context.CancelFunc
+	// onReady, when set before the tracker starts, is called (under its
+	// lock) each time a Task turns Ready: a closed-loop load generator's
+	// signal.
+	onReady func()
 }
 
 // cronJobScheduledAnnotation is the slot the CronJob controller records on
@@ -97,7 +103,14 @@ func (t *tracker) observe(o any) {
 		}
 		if tt.ready.IsZero() && meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionReady) {
 			tt.ready = now
+			if t.onReady != nil {
+				t.onReady()
+			}
 		}
+		if tt.queued.IsZero() && len(obj.Status.Queued) > 0 {
+			tt.queued = now
+		}
+		tt.priority = obj.Spec.Priority
 		if tt.next.IsZero() && obj.Status.NextScheduleTime != nil {
 			tt.next = obj.Status.NextScheduleTime.Time
 		}

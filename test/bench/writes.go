@@ -80,7 +80,7 @@ func isEventsOrLeases(k string) bool { return k == "events" || k == "leases" }
 // leases. In metrics mode they are counted from the API server, where
 // nothing else writes them during the benchmark's windows (the Job
 // controller writes jobs/status, a separate subresource).
-var operatorCoreResources = []string{"jobs", "tasks", "tasks/status"}
+var operatorCoreResources = []string{"jobs", "tasks", "tasks/status", "taskqueues/status"}
 
 // auditWrites adds to w what who wrote between two snapshots, from the
 // audit log: conflicts (events and leases apart), events, leases, and the

@@ -6,20 +6,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
@@ -27,61 +23,13 @@ import (
 // Queues and capacity on the real node (contract v4, Task queues; Waiting
 // for capacity is not a failure).
 
-// jobSampler keeps, at every Job event of a namespace, how many attempts
-// are active (a Job that exists and has not finished or been stopped) and
-// the order the Tasks' Jobs were created in.
-type jobSampler struct {
-	mu      sync.Mutex
-	active  map[string]bool
-	max     int
-	created []string
-}
-
-func sampleJobs(t *testing.T, ns string) *jobSampler {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	w, err := env.c.Watch(ctx, &batchv1.JobList{}, client.InNamespace(ns))
-	must(t, err)
-	t.Cleanup(w.Stop)
-	s := &jobSampler{active: map[string]bool{}}
-	go func() {
-		for ev := range w.ResultChan() {
-			job, ok := ev.Object.(*batchv1.Job)
-			if !ok {
-				continue
-			}
-			s.mu.Lock()
-			if ev.Type == watch.Added {
-				s.created = append(s.created, job.Labels[v1alpha1.LabelTask])
-			}
-			s.active[job.Name] = ev.Type != watch.Deleted && runs.AttemptOf(job, 1).Phase == runs.Active
-			n := 0
-			for _, on := range s.active {
-				if on {
-					n++
-				}
-			}
-			s.max = max(s.max, n)
-			s.mu.Unlock()
-		}
-	}()
-	return s
-}
-
-func (s *jobSampler) result() (int, []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.max, append([]string(nil), s.created...)
-}
-
 // A team queue of 2 runs five real Tasks at most two at a time, and a
 // priority Task created last jumps the line.
 func TestATeamQueueRunsAtMostTwoRealTasksAtOnceAndAPriorityTaskJumpsTheLine(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-queue")
-	sampler := sampleJobs(t, ns)
+	jobs := harness.RecordJobs(t, env.c, ns)
 	create(t, testutil.NewTaskQueue(ns, "team", 2))
 	names := []string{"build-1", "build-2", "build-3", "build-4"}
 	for _, name := range names {
@@ -107,7 +55,7 @@ func TestATeamQueueRunsAtMostTwoRealTasksAtOnceAndAPriorityTaskJumpsTheLine(t *t
 	for _, name := range append(names, "hotfix") {
 		kubectlWait(t, ns, "condition=Ready", "task/"+name, 120*time.Second)
 	}
-	maxActive, order := sampler.result()
+	maxActive, order := jobs.MaxActive(), jobs.Order()
 	t.Logf("Jobs created in order %v; at most %d active at once", order, maxActive)
 	if maxActive > 2 {
 		t.Fatalf("%d attempts were active at once; the queue admits 2", maxActive)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // PollInterval is how often Eventually asks again.
@@ -64,7 +65,13 @@ type JobRecorder struct {
 	seen   map[types.UID]batchv1.Job
 	first  map[types.UID]time.Time // when the recorder first saw each Job
 	gone   map[types.UID]time.Time // when it saw each deleted Job go
-	cancel context.CancelFunc
+	// active holds the Jobs whose attempt is active (not finished or
+	// stopped) as last seen; maxActive is the most at any event; order the
+	// Tasks of the Jobs in the order they were first seen.
+	active    map[types.UID]bool
+	maxActive int
+	order     []string
+	cancel    context.CancelFunc
 	done   chan struct{}
 }
 
@@ -72,7 +79,8 @@ type JobRecorder struct {
 // stops it.
 func RecordJobs(t testing.TB, c client.WithWatch, ns string) *JobRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &JobRecorder{c: c, ns: ns, seen: map[types.UID]batchv1.Job{}, first: map[types.UID]time.Time{}, gone: map[types.UID]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	r := &JobRecorder{c: c, ns: ns, seen: map[types.UID]batchv1.Job{}, first: map[types.UID]time.Time{}, gone: map[types.UID]time.Time{},
+		active: map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		for ctx.Err() == nil {
@@ -89,12 +97,7 @@ func RecordJobs(t testing.TB, c client.WithWatch, ns string) *JobRecorder {
 					continue
 				}
 				if job, ok := ev.Object.(*batchv1.Job); ok {
-					r.add(job)
-					if ev.Type == watch.Deleted {
-						r.mu.Lock()
-						r.gone[job.UID] = time.Now()
-						r.mu.Unlock()
-					}
+					r.add(job, ev.Type == watch.Deleted)
 				}
 			}
 			w.Stop()
@@ -143,14 +146,41 @@ func (r *JobRecorder) Overlaps() map[JobKey][]string {
 	return out
 }
 
-func (r *JobRecorder) add(job *batchv1.Job) {
+func (r *JobRecorder) add(job *batchv1.Job, deleted bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.first[job.UID]; !ok {
 		r.first[job.UID] = time.Now()
+		r.order = append(r.order, job.Labels[v1alpha1.LabelTask])
+	}
+	if deleted {
+		r.gone[job.UID] = time.Now()
 	}
 	// Keep the newest version; a deletion event carries the last one.
 	r.seen[job.UID] = *job.DeepCopy()
+	if active := !deleted && runs.AttemptOf(job, 1).Phase == runs.Active; active {
+		r.active[job.UID] = true
+	} else {
+		delete(r.active, job.UID)
+	}
+	r.maxActive = max(r.maxActive, len(r.active))
+}
+
+// MaxActive is the most Jobs whose attempt was active (a Job that exists
+// and has not finished or been stopped) at any Job event seen: what a
+// queue's maxRunning caps.
+func (r *JobRecorder) MaxActive() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxActive
+}
+
+// Order is the Tasks of the Jobs seen, in the order their Jobs were first
+// seen (created).
+func (r *JobRecorder) Order() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.order...)
 }
 
 // Stop stops recording (idempotent).
@@ -167,7 +197,7 @@ func (r *JobRecorder) Snapshot(ctx context.Context) ([]batchv1.Job, error) {
 		return nil, err
 	}
 	for i := range list.Items {
-		r.add(&list.Items[i])
+		r.add(&list.Items[i], false)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

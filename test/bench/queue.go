@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// The queue scenario: N one-shot Tasks in one TaskQueue, pods finishing in
+// about a second, against the same work with no queue but a load generator
+// that keeps as many Tasks in flight as the queue admits (the un-queued
+// burst at equal parallelism), in the same session.
+
+const (
+	queueNamespace    = "bench-queue"
+	unqueuedNamespace = "bench-unqueued"
+	// queuePodSeconds is how long each pod runs (kwok).
+	queuePodSeconds = "1"
+	// urgentEvery: every urgentEvery-th Task of the second half has
+	// priority 10, the rest 0, so priority order is exercised.
+	urgentEvery = 10
+)
+
+type queueResult struct {
+	parallel int
+	// Throughputs: Tasks finished per second, from the first Task created
+	// to the N-th Task Ready.
+	queued, unqueued float64
+	// maxActive: the most attempts active at once (Job seen, not yet seen
+	// complete), from the tracker's observations.
+	maxActive int
+	// admit: from a place freeing (a Job seen complete) to the next Job
+	// seen created, seconds.
+	admit []float64
+	// inversions: a Job of a lower-priority Task created while a
+	// higher-priority Task had been waiting (status.queued seen) for more
+	// than inversionGrace.
+	inversions int
+	writes     writeCount
+	n          int
+}
+
+// inversionGrace is how long a waiting Task may be unknown to the queue's
+// cache when another is admitted: the status write that puts it in line
+// reaches the queue's watch a few milliseconds later.
+const inversionGrace = 100 * time.Millisecond
+
+func queueTask(ns, name string, priority int32, queue string) *v1alpha1.Task {
+	t := oneShotTask(ns, name)
+	t.Spec.QueueName, t.Spec.Priority = queue, priority
+	testutil.PodAnnotations(harness.SimDuration, queuePodSeconds)(t)
+	return t
+}
+
+func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error) {
+	cl, err := upCluster(ctx, o, o.fastKCM())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.down(ctx, o)
+	for _, ns := range []string{queueNamespace, unqueuedNamespace} {
+		if err := cl.ensureNamespace(ctx, ns); err != nil {
+			return nil, err
+		}
+	}
+	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("queue-%d", rep))
+	if err != nil {
+		return nil, err
+	}
+	defer op.stop(o)
+	n := o.n
+	res := &queueResult{parallel: min(50, max(n/20, 5)), n: n}
+
+	// 1. No queue: a closed loop keeps res.parallel Tasks in flight.
+	utr, err := startTracker(ctx, cl, unqueuedNamespace, true)
+	if err != nil {
+		return nil, err
+	}
+	defer utr.close()
+	freed := make(chan struct{}, n)
+	utr.mu.Lock()
+	utr.onReady = func() { freed <- struct{}{} }
+	utr.mu.Unlock()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if i >= res.parallel {
+			select {
+			case <-freed:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if err := cl.c.Create(ctx, queueTask(unqueuedNamespace, fmt.Sprintf("free-%05d", i), 0, "")); err != nil {
+			return nil, err
+		}
+	}
+	if err := utr.waitFor(ctx, o, fmt.Sprintf("%d un-queued Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
+		return nil, err
+	}
+	res.unqueued = float64(n) / time.Since(start).Seconds()
+
+	// 2. One queue of res.parallel: every Task created at once.
+	tr, err := startTracker(ctx, cl, queueNamespace, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+	q := testutil.NewTaskQueue(queueNamespace, "bench", int32(res.parallel))
+	if err := cl.c.Create(ctx, q); err != nil {
+		return nil, err
+	}
+	if err := sleepUntil(ctx, time.Now().Add(2*time.Second)); err != nil {
+		return nil, err
+	}
+	before, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	start, _, err = createAll(ctx, cl.c, n, o.workers, func(i int) client.Object {
+		prio := int32(0)
+		if i >= n/2 && i%urgentEvery == 0 {
+			prio = 10
+		}
+		return queueTask(queueNamespace, "queued-"+strconv.Itoa(100000+i)[1:], prio, "bench")
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
+		return nil, err
+	}
+	res.queued = float64(n) / time.Since(start).Seconds()
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return nil, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	if res.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
+		return nil, err
+	}
+	tasks, jobs := tr.snapshot()
+	res.maxActive, res.admit = activeAndAdmission(jobs, res.parallel)
+	res.inversions = inversions(tasks, jobs)
+	o.logf("queue: %d Tasks, maxRunning %d: %.1f Tasks/s queued vs %.1f Tasks/s un-queued at equal parallelism (%.2f); at most %d active; admission p50 %.3f s p99 %.3f s; %d priority inversions; writes/attempt %.2f (%s) + events %.2f",
+		n, res.parallel, res.queued, res.unqueued, res.queued/res.unqueued, res.maxActive, percentile(res.admit, 50), percentile(res.admit, 99),
+		res.inversions, res.writes.total()/float64(n), res.writes.breakdown(float64(n)), res.writes.events/float64(n))
+	return res, nil
+}
+
+// activeAndAdmission replays the Jobs' creations and completions in time
+// order: the most active at once, and for every Job created after the
+// first `parallel`, how long after the completion that freed its place.
+func activeAndAdmission(jobs map[string]jobTrack, parallel int) (int, []float64) {
+	type ev struct {
+		at    time.Time
+		delta int
+	}
+	var evs []ev
+	var created, completed []time.Time
+	for _, j := range jobs {
+		evs = append(evs, ev{j.seen, +1})
+		created = append(created, j.seen)
+		if !j.complete.IsZero() {
+			evs = append(evs, ev{j.complete, -1})
+			completed = append(completed, j.complete)
+		}
+	}
+	sort.Slice(evs, func(i, k int) bool {
+		if evs[i].at.Equal(evs[k].at) {
+			return evs[i].delta < evs[k].delta // a completion first at the same instant
+		}
+		return evs[i].at.Before(evs[k].at)
+	})
+	active, most := 0, 0
+	for _, e := range evs {
+		active += e.delta
+		most = max(most, active)
+	}
+	sort.Slice(created, func(i, k int) bool { return created[i].Before(created[k]) })
+	sort.Slice(completed, func(i, k int) bool { return completed[i].Before(completed[k]) })
+	var admit []float64
+	for k := parallel; k < len(created) && k-parallel < len(completed); k++ {
+		admit = append(admit, created[k].Sub(completed[k-parallel]).Seconds())
+	}
+	return most, admit
+}
+
+// inversions counts Jobs of a Task created while a Task of higher priority
+// had been waiting longer than inversionGrace and got its Job later.
+func inversions(tasks map[string]taskTrack, jobs map[string]jobTrack) int {
+	type entry struct {
+		prio          int32
+		queued, start time.Time
+	}
+	var es []entry
+	for _, j := range jobs {
+		t, ok := tasks[j.task]
+		if !ok {
+			continue
+		}
+		es = append(es, entry{t.priority, t.queued, j.seen})
+	}
+	count := 0
+	for _, low := range es {
+		for _, high := range es {
+			if high.prio > low.prio && !high.queued.IsZero() && high.queued.Add(inversionGrace).Before(low.start) && high.start.After(low.start) {
+				count++
+				break
+			}
+		}
+	}
+	return count
+}

@@ -1,0 +1,71 @@
+//go:build reliability
+
+package reliability
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// Scenario 13, crash storm in a queue: scenario 1's 200 Tasks (30 fast),
+// every third failing every attempt, all in one TaskQueue of maxRunning 10,
+// and the operator killed with SIGKILL 5 times (3 fast) at random moments.
+// At no Job event are more than 10 attempts active; every Task finishes as
+// it must, with no second Job for any attempt and at most maxRetry + 1
+// attempts.
+func TestS13QueueCrashStorm(t *testing.T) {
+	n := pick(200, 30)
+	kills := pick(5, 3)
+	const maxRetry, maxRunning = 3, 10
+	ns := s.newNamespace(t, "rel-queue", false)
+	op := s.startOperator(t, "op", false)
+	jobs := harness.RecordJobs(t, s.c, ns)
+	if err := s.c.Create(ctxFor(t, 10*time.Second), testutil.NewTaskQueue(ns, "storm", maxRunning)); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]oneShotWant{}
+	var tasks []*v1alpha1.Task
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("queued-%03d", i)
+		dur := strconv.Itoa(1 + randIntn(3))
+		opts := []testutil.TaskOpt{testutil.Queue("storm"), testutil.Priority(int32(randIntn(3))),
+			testutil.Retries(maxRetry, 1, 4, 2), testutil.PodAnnotations(harness.SimDuration, dur)}
+		if i%3 == 0 {
+			opts = append(opts, testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "reliability: attempt failed"))
+			want[name] = oneShotWant{v1alpha1.PhaseFailed, maxRetry + 1}
+		} else {
+			want[name] = oneShotWant{v1alpha1.PhaseSucceeded, 1}
+		}
+		tasks = append(tasks, testutil.NewTask(ns, name, opts...))
+	}
+	start := time.Now()
+	createAll(t, tasks)
+	for k := 1; k <= kills; k++ {
+		time.Sleep(randDuration(2*time.Second, pick(12*time.Second, 6*time.Second)))
+		if err := op.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(randDuration(0, 3*time.Second))
+		if _, err := op.Start(); err != nil {
+			t.Fatalf("restart %d: %v", k, err)
+		}
+		t.Logf("kill %d (SIGKILL) at +%s; at most %d active so far", k, harness.Secs(time.Since(start)), jobs.MaxActive())
+	}
+	waitFinished(t, ns, n, pick(20*time.Minute, 6*time.Minute), op)
+	total := time.Since(start)
+
+	seen := jobs.All(t)
+	checkOneShots(t, ns, seen, want)
+	if m := jobs.MaxActive(); m > maxRunning {
+		t.Errorf("%d attempts were active at once; the queue admits %d", m, maxRunning)
+	}
+	figure(t, "%d Tasks in a queue of maxRunning %d (%d failing every attempt), %d SIGKILLs: all finished in %s; at most %d attempts active at any Job event (cap %d); %d Jobs for %d expected attempts, %d duplicates",
+		n, maxRunning, (n+2)/3, kills, harness.Secs(total), jobs.MaxActive(), maxRunning, len(seen), expectedAttempts(want), len(harness.Duplicates(seen)))
+}
