@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,7 +128,7 @@ func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error
 		if i >= n/2 && i%urgentEvery == 0 {
 			prio = 10
 		}
-		return queueTask(queueNamespace, "queued-"+strconv.Itoa(100000+i)[1:], prio, "bench")
+		return queueTask(queueNamespace, fmt.Sprintf("queued-%05d", i), prio, "bench")
 	})
 	if err != nil {
 		return nil, err

@@ -59,12 +59,12 @@ func KeyOf(job *batchv1.Job) JobKey {
 // JobRecorder remembers every Job that ever existed in a namespace while it
 // watched, so a duplicate created and deleted in between is seen too.
 type JobRecorder struct {
-	c      client.WithWatch
-	ns     string
-	mu     sync.Mutex
-	seen   map[types.UID]batchv1.Job
-	first  map[types.UID]time.Time // when the recorder first saw each Job
-	gone   map[types.UID]time.Time // when it saw each deleted Job go
+	c     client.WithWatch
+	ns    string
+	mu    sync.Mutex
+	seen  map[types.UID]batchv1.Job
+	first map[types.UID]time.Time // when the recorder first saw each Job
+	gone  map[types.UID]time.Time // when it saw each deleted Job go
 	// active holds the Jobs whose attempt is active (not finished or
 	// stopped) as last seen; maxActive is the most at any event; order the
 	// Tasks of the Jobs in the order they were first seen.
@@ -72,7 +72,7 @@ type JobRecorder struct {
 	maxActive int
 	order     []string
 	cancel    context.CancelFunc
-	done   chan struct{}
+	done      chan struct{}
 }
 
 // RecordJobs starts recording the Jobs of namespace ns; the test's cleanup
