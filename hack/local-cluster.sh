@@ -111,8 +111,10 @@ binaries_for() { # binaries_for MODE: the Kubernetes binaries it needs
 # their namespace began terminating), or such a namespace never goes away;
 # the deployment and replicaset controllers run the operator deployed from
 # config/default (the e2e suite does); the resourcequota controller counts
-# what ResourceQuotas allow, so a quota can refuse pods (queues, capacity).
-readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller,resourcequota-controller
+# what ResourceQuotas allow, so a quota can refuse pods (queues, capacity);
+# the clusterrole-aggregation controller fills view/edit/admin with the
+# roles aggregated into them (config/rbac, tested by the e2e suite).
+readonly KCM_CONTROLLERS=job-controller,cronjob-controller,garbage-collector-controller,namespace-controller,node-lifecycle-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,ttl-after-finished-controller,pod-garbage-collector-controller,deployment-controller,replicaset-controller,resourcequota-controller,clusterrole-aggregation-controller
 
 KCM_QPS=${KCM_QPS:-20}
 KCM_BURST=${KCM_BURST:-30}

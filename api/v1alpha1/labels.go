@@ -50,6 +50,10 @@ const (
 	// controller was failing the Job for its deadline: it deletes the pods
 	// before it marks the Job Failed, so nothing else would be left to read.
 	AnnotationOutput = "batch.taskops.io/output"
+	// AnnotationAllowServiceAccounts, "true" on a Namespace, lets its Tasks
+	// name a ServiceAccount when the operator runs with
+	// --service-accounts-opt-in (otherwise such a Task is InvalidSpec).
+	AnnotationAllowServiceAccounts = "batch.taskops.io/allow-service-accounts"
 	// AnnotationRetryAfter records on the Job of a failed http attempt the
 	// server's Retry-After, in seconds ("0": none), read once from the
 	// runner's structured result: the next attempt waits at least that long.

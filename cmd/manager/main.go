@@ -48,6 +48,7 @@ type options struct {
 	metricsAddr, probeAddr  string
 	pprofAddr               string
 	leaderElect             bool
+	serviceAccountOptIn     bool
 	leaderElectionNamespace string
 	shellImage, runnerImage string
 	maxConcurrent           int
@@ -66,6 +67,7 @@ func parseFlags() options {
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	flag.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
 	flag.StringVar(&o.runnerImage, "runner-image", version.Image(), "image holding /task-runner, run by http Tasks; defaults to this build's own release image, pinned to its version (the shipped Deployment sets it to the image it runs)")
+	flag.BoolVar(&o.serviceAccountOptIn, "service-accounts-opt-in", false, "refuse (InvalidSpec) Tasks that name spec.serviceAccountName unless their Namespace has the annotation batch.taskops.io/allow-service-accounts=true")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "Tasks reconciled in parallel (each pass mostly waits on the API server, so many are cheap)")
 	flag.Float64Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, shared by all resource types; 0 means no client-side limit (API Priority and Fairness protects the server)")
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
@@ -168,6 +170,8 @@ func run(o options) error {
 		Clock:     clock.RealClock{},
 		Jobs:      jobs.Options{ShellImage: o.shellImage, RunnerImage: o.runnerImage},
 		Logs:      reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
+
+		ServiceAccountOptIn: o.serviceAccountOptIn,
 	}
 	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
 		r.Lease = lease

@@ -8,6 +8,8 @@
 //
 //   - plan.go: Input, Plan and Decide, the decision in the order it is made;
 //   - cancel.go: the cancel token and the runs it stops;
+//   - queue.go: which starts of a queued Task wait for admission, and the
+//     queued new runs the status remembers;
 //   - prune.go: the history limits, and the TTL of a finished Task.
 package plan
 
@@ -63,7 +65,11 @@ type Input struct {
 	// Queue is the TaskQueue spec.queueName names, as the pass saw it; nil
 	// when the Task names none.
 	Queue *Queue
-	Now   time.Time
+	// Policy is the operator's own check of the spec against its
+	// namespace (the --service-accounts-opt-in flag): nil when there is
+	// nothing to check.
+	Policy *PolicyCheck
+	Now    time.Time
 }
 
 // Stop is an attempt to stop: its Job is annotated with the reason and, if
@@ -147,9 +153,13 @@ type Plan struct {
 func Decide(in Input) Plan {
 	task, now := in.Task, in.Now
 	p := Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}
-	schedule, problem := validate(task)
+	schedule, problem := validate(task, in.Policy)
 	if problem != nil {
 		p.Problem = problem
+		if in.Policy != nil && in.Policy.Refused != nil {
+			// The namespace may opt in any time; nothing watches it.
+			p.Wake = now.Add(PolicyRecheck)
+		}
 		return p
 	}
 	stamp := now.UTC().Truncate(time.Second) // a stop's time, as its annotation keeps it
@@ -344,6 +354,17 @@ func Decide(in Input) Plan {
 	return p
 }
 
+// PolicyCheck is the result of the operator's own check of a Task's spec
+// against its namespace: Refused, when set, is why the spec may not run
+// there (InvalidSpec).
+type PolicyCheck struct {
+	Refused *status.Problem
+}
+
+// PolicyRecheck is how often a Task the policy refuses is checked again: a
+// namespace opting in is not watched.
+const PolicyRecheck = 5 * time.Minute
+
 // RecordLater reports whether the status write (and the events compared
 // from it) can wait for the next pass, given how many Jobs the pass
 // created (not found existing). A pass that created Jobs is followed by the
@@ -364,7 +385,7 @@ func (p *Plan) RecordLater(created int) bool {
 // validate reports what the API server's schema could not refuse, and
 // parses the schedule. A Job create the API server refused for this
 // generation is not retried until the spec changes.
-func validate(task *v1alpha1.Task) (*scheduler.Schedule, *status.Problem) {
+func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *status.Problem) {
 	var schedule *scheduler.Schedule
 	if task.Spec.Schedule != nil {
 		tz := ""
@@ -377,7 +398,14 @@ func validate(task *v1alpha1.Task) (*scheduler.Schedule, *status.Problem) {
 		}
 		schedule = s
 	}
-	if c := meta.FindStatusCondition(task.Status.Conditions, v1alpha1.ConditionStalled); c != nil &&
+	if policy != nil && policy.Refused != nil {
+		return nil, policy.Refused
+	}
+	// A stored InvalidSpec of this generation may be the policy's own
+	// earlier refusal, which a namespace lifts without a spec change: when
+	// the policy now allows the spec it is tried again (a Job the API
+	// server refuses is refused again, at the cost of one request).
+	if c := meta.FindStatusCondition(task.Status.Conditions, v1alpha1.ConditionStalled); c != nil && policy == nil &&
 		c.Status == "True" && c.Reason == string(v1alpha1.ReasonInvalidSpec) && c.ObservedGeneration == task.Generation {
 		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: c.Message}
 	}

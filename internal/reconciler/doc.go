@@ -15,7 +15,9 @@
 //     Job the cache does not show (deleted, or its labels removed); the
 //     pods of attempts whose start check is due, the output of an
 //     attempt being failed for its deadline while its pods still exist,
-//     and the Retry-After a failed http attempt reported.
+//     the Retry-After a failed http attempt reported, the TaskQueue the
+//     Task names (its admission record, from the cache) and the
+//     namespace's opt-in when the policy flag asks for it.
 //  2. decide: plan.Decide, once, into one plan value.
 //  3. act (act.go): labels put back, attempts stopped, outputs and
 //     Retry-After kept on Jobs, Jobs created, old runs' Jobs pruned.
@@ -39,6 +41,13 @@
 //   - observe.go, missing.go, act.go, outputs.go, report.go: the stages;
 //   - pods.go: reading an attempt's pods (the operator caches none) and
 //     what they said;
+//   - queue.go: the TaskQueue a Task names, as a pass sees it; refused.go:
+//     why the Job controller could not create an attempt's pods (its
+//     FailedCreate event: a quota waits, anything else is broken);
+//     policy.go: the --service-accounts-opt-in check;
+//   - taskqueue.go, taskqueue_setup.go: the queue reconciler, which keeps
+//     each TaskQueue's admission record (internal/admission decides), its
+//     watches and the indexes both controllers read queues by;
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;
 //   - setup.go: the controller, its watches and the Job index; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.

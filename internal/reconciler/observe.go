@@ -75,6 +75,9 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	if in.Queue, err = p.observeQueue(ctx); err != nil {
 		return in, err
 	}
+	if in.Policy, err = p.observePolicy(ctx); err != nil {
+		return in, err
+	}
 	p.runs = in.Runs
 	return in, nil
 }

@@ -17,7 +17,12 @@ import (
 // the status writes follow, instead of each Job waiting behind the status
 // writes of the Jobs before it. Recording waits only while there is work
 // to start, and loses nothing: the pass reads the Jobs as they are then.
+//
+// A Task whose queue just admitted its attempt goes first of all
+// (admitPriority): its place is held from that moment, so every delay
+// before its Job exists is a place left idle.
 const (
+	admitPriority  = 1
 	startPriority  = 0  // controller-runtime's default
 	recordPriority = -1 // above handler.LowPriority (-100), the initial list
 )

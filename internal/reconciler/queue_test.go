@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -362,4 +363,37 @@ func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 			t.Errorf("%s has %d Jobs", task.Name, len(js))
 		}
 	}
+}
+
+// A Job held suspended by someone else (Kueue creates its Jobs suspended
+// and unsuspends them on admission) waits for capacity from the start, not
+// StartTimeout; capacityTimeoutSeconds still bounds the wait.
+func TestAJobHeldSuspendedBySomeoneElseWaitsForCapacity(t *testing.T) {
+	fakeClock.SetTime(time.Now()) // the Job's creation time is the API server's
+	ns := newNamespace(t)
+	task := newTask(ns, "held", testutil.StartTimeout(5), func(t *v1alpha1.Task) { t.Spec.CapacityTimeoutSeconds = ptr.To[int32](60) })
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	patch := client.MergeFrom(job.DeepCopy())
+	job.Spec.Suspend = ptr.To(true)
+	must(t, k8s.Patch(ctx, &job, patch))
+
+	waiting := waitTask(t, task, "WaitingForCapacity", func(t *v1alpha1.Task) bool {
+		c := condition(t, v1alpha1.ConditionReady)
+		return c != nil && c.Reason == string(v1alpha1.ReasonWaitingForCapacity)
+	})
+	if c := condition(waiting, v1alpha1.ConditionReady); waiting.Status.Phase != v1alpha1.PhasePending || !strings.Contains(c.Message, "suspended until admitted") {
+		t.Fatalf("held: %s; %q", statusSummary(waiting), c.Message)
+	}
+	fakeClock.Step(10 * time.Second) // past the start timeout: still waiting
+	poke(t, task)
+	if got := waitTask(t, task, "observed", func(t *v1alpha1.Task) bool { return t.Status.ObservedGeneration == t.Generation }); strings.Contains(got.Status.LastError, "StartTimeout") {
+		t.Fatalf("a held Job failed StartTimeout: %s", got.Status.LastError)
+	}
+	fakeClock.Step(time.Minute) // past the capacity timeout
+	poke(t, task)
+	failed := waitTask(t, task, "CapacityTimeout", func(t *v1alpha1.Task) bool {
+		return strings.Contains(t.Status.LastError, string(v1alpha1.AttemptCapacityTimeout))
+	})
+	t.Logf("held, then: %s", failed.Status.LastError)
 }

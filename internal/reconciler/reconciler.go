@@ -43,6 +43,9 @@ type TaskReconciler struct {
 	// is failing for its deadline (deadlineOutput in pods.go). nil: such an
 	// attempt keeps only the Job's message.
 	Logs PodLogs
+	// ServiceAccountOptIn refuses (InvalidSpec) Tasks that name a
+	// ServiceAccount unless their namespace opted in (policy.go).
+	ServiceAccountOptIn bool
 
 	// recent holds the Jobs this process created that the cache may not
 	// show yet.

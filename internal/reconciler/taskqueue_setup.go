@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -152,9 +153,21 @@ func (h queueToTasks) Update(ctx context.Context, e event.UpdateEvent, q workque
 			continue // the next admission or the Task's own next pass finds it
 		}
 		for i := range list.Items {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			addAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
+}
+
+// addAdmitted enqueues a Task whose attempt was just admitted at
+// admitPriority: its place is already taken, so its Job goes before the
+// first passes of Tasks that only join the line (a burst of 1000 queued
+// Tasks would otherwise keep the admitted ones waiting behind them).
+func addAdmitted(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(admitPriority)}, req)
+		return
+	}
+	q.Add(req)
 }
 
 func (h queueToTasks) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

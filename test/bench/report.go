@@ -374,6 +374,7 @@ func (rs *results) render() string {
 		p99 := qf(func(q *queueResult) float64 { return percentile(q.admit, 99) })
 		add("queue", "  admission latency p50 (a place frees to the next Job)", secs(qf(func(q *queueResult) float64 { return percentile(q.admit, 50) })), "")
 		add("queue", "  admission latency p99 (target <= 1 s)", secs(p99), verdict(p99, func(x float64) bool { return x <= 1 }))
+		add("queue", "  admitted (the queue's record) to the Job created, p99", secs(qf(func(q *queueResult) float64 { return percentile(q.admitToJob, 99) })), "")
 		inv := qf(func(q *queueResult) float64 { return float64(q.inversions) })
 		add("queue", fmt.Sprintf("  priority inversions (a lower priority admitted while a higher one waited > %s)", inversionGrace), spread(inv, ""), "0: "+verdict(inv, func(x float64) bool { return x == 0 }))
 		add("queue", "  operator writes per admitted attempt, events excluded", spread(qf(func(q *queueResult) float64 { return q.writes.total() / float64(q.n) }), ""), "")

@@ -33,6 +33,7 @@ type taskTrack struct {
 type jobTrack struct {
 	seen, complete time.Time
 	task, run      string    // the operator's labels
+	admitted       time.Time // when its queue's record first listed it (snapshot only)
 	cronJob        string    // the owning CronJob, if any
 	scheduled      time.Time // the CronJob's slot (annotation), if any
 }
@@ -41,7 +42,10 @@ type tracker struct {
 	mu    sync.Mutex
 	tasks map[string]*taskTrack
 	jobs  map[string]*jobTrack
-	stop  context.CancelFunc
+	// admitted holds, by Job name, when a TaskQueue's admission record
+	// first listed it.
+	admitted map[string]time.Time
+	stop     context.CancelFunc
 	// onReady, when set before the tracker starts, is called (under its
 	// lock) each time a Task turns Ready: a closed-loop load generator's
 	// signal.
@@ -61,10 +65,10 @@ func startTracker(ctx context.Context, cl *cluster, namespace string, withTasks 
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}}
+	t := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}}
 	objs := []client.Object{&batchv1.Job{}}
 	if withTasks {
-		objs = append(objs, &v1alpha1.Task{})
+		objs = append(objs, &v1alpha1.Task{}, &v1alpha1.TaskQueue{})
 	}
 	for _, obj := range objs {
 		inf, err := c.GetInformer(ctx, obj)
@@ -95,6 +99,12 @@ func (t *tracker) observe(o any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch obj := o.(type) {
+	case *v1alpha1.TaskQueue:
+		for _, name := range obj.Status.Admitted {
+			if _, ok := t.admitted[name]; !ok {
+				t.admitted[name] = now
+			}
+		}
 	case *v1alpha1.Task:
 		tt := t.tasks[obj.Name]
 		if tt == nil {
@@ -171,7 +181,9 @@ func (t *tracker) snapshot() (map[string]taskTrack, map[string]jobTrack) {
 	}
 	js := make(map[string]jobTrack, len(t.jobs))
 	for k, v := range t.jobs {
-		js[k] = *v
+		jt := *v
+		jt.admitted = t.admitted[k]
+		js[k] = jt
 	}
 	return ts, js
 }

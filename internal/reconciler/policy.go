@@ -1,0 +1,36 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/plan"
+	"github.com/taskops/task-operator/internal/status"
+)
+
+// observePolicy applies the operator's own admission policy, when the
+// manager runs with --service-accounts-opt-in: a Task naming a
+// ServiceAccount runs only in a namespace that opted in with the
+// batch.taskops.io/allow-service-accounts annotation. The Namespace is read
+// from the API server (namespaces are not cached), only for such Tasks.
+// nil when there is nothing to check.
+func (p *pass) observePolicy(ctx context.Context) (*plan.PolicyCheck, error) {
+	sa := p.task.Spec.ServiceAccountName
+	if !p.r.ServiceAccountOptIn || sa == "" {
+		return nil, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := p.r.APIReader.Get(ctx, ctrl.ObjectKey{Name: p.task.Namespace}, ns); err != nil {
+		return nil, err
+	}
+	if ns.Annotations[v1alpha1.AnnotationAllowServiceAccounts] == "true" {
+		return &plan.PolicyCheck{}, nil
+	}
+	return &plan.PolicyCheck{Refused: &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: fmt.Sprintf(
+		"spec.serviceAccountName %q: namespace %s has not opted in to Tasks that name a ServiceAccount (the operator runs with --service-accounts-opt-in); a namespace admin opts in with the annotation %s=true",
+		sa, p.task.Namespace, v1alpha1.AnnotationAllowServiceAccounts)}}, nil
+}
