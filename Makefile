@@ -79,6 +79,10 @@ fuzz: ## Fuzz Task admission and the reconciler against envtest, FUZZTIME per ta
 test-reliability: ## Reliability and security scenarios on a local control plane (~17 min).
 	go test -tags reliability ./test/reliability/ -count=1 -timeout 60m -v
 
+.PHONY: test-kueue
+test-kueue: ## Tasks queued by a real Kueue (v0.17.0, built from the Go module proxy on first use, ~3 min) on a local cluster with a kwok node (~2 min).
+	go test -tags kueue ./test/kueue/ -count=1 -timeout 20m -v
+
 .PHONY: test-reliability-fast
 test-reliability-fast: ## The fast subset of the reliability scenarios (~4 min).
 	RELIABILITY_FAST=1 go test -tags reliability ./test/reliability/ -count=1 -timeout 20m -v

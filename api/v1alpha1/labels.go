@@ -15,6 +15,11 @@ const (
 	// LabelQueue names the TaskQueue that admitted a Job (spec.queueName
 	// when the Job was created): the queue finds its Jobs by it.
 	LabelQueue = "batch.taskops.io/queue"
+	// LabelKueueQueueName on a Task names a Kueue LocalQueue: its Jobs
+	// carry it (and LabelKueuePriorityClass), are created suspended, and
+	// Kueue admits them under its quotas. Kueue's own label names.
+	LabelKueueQueueName     = "kueue.x-k8s.io/queue-name"
+	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
 	// LabelManagedBy marks every object the operator creates.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy.

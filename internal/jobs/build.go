@@ -95,6 +95,11 @@ func jobLabels(task *v1alpha1.Task, runID string, attempt int32) map[string]stri
 		// The queue that admitted the attempt finds its Jobs by it.
 		l[v1alpha1.LabelQueue] = task.Spec.QueueName
 	}
+	for _, k := range []string{v1alpha1.LabelKueueQueueName, v1alpha1.LabelKueuePriorityClass} {
+		if v := task.Labels[k]; v != "" {
+			l[k] = v
+		}
+	}
 	return l
 }
 
@@ -142,7 +147,17 @@ func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.T
 	if task.Spec.ActiveDeadlineSeconds != nil {
 		spec.ActiveDeadlineSeconds = ptr.To(*task.Spec.ActiveDeadlineSeconds)
 	}
+	if KueueManaged(task) {
+		// Kueue admits the Job by unsuspending it.
+		spec.Suspend = ptr.To(true)
+	}
 	return spec
+}
+
+// KueueManaged reports whether the Task's Jobs are Kueue's to admit (the
+// Task has the kueue.x-k8s.io/queue-name label).
+func KueueManaged(task *v1alpha1.Task) bool {
+	return task.Labels[v1alpha1.LabelKueueQueueName] != ""
 }
 
 // replicas is spec.replicas, with 0 (unset, on a Task that skipped

@@ -581,3 +581,21 @@ func TestBuildIsPure(t *testing.T) {
 		t.Errorf("Build shares state with the Task: task is now\n%s", asJSON(t, task))
 	}
 }
+
+// The Jobs of a Task labelled for Kueue carry its Kueue labels and are
+// created suspended, for Kueue to admit; other Tasks' Jobs are not.
+func TestAKueueTasksJobIsCreatedSuspendedWithItsLabels(t *testing.T) {
+	task := &v1alpha1.Task{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k", UID: "u", Labels: map[string]string{
+			v1alpha1.LabelKueueQueueName: "team", v1alpha1.LabelKueuePriorityClass: "high"}},
+		Spec: v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "true"},
+	}
+	job := Build(task, "0", 1, nil, testOpts)
+	if !ptr.Deref(job.Spec.Suspend, false) || job.Labels[v1alpha1.LabelKueueQueueName] != "team" || job.Labels[v1alpha1.LabelKueuePriorityClass] != "high" {
+		t.Fatalf("suspend %v, labels %v", job.Spec.Suspend, job.Labels)
+	}
+	delete(task.Labels, v1alpha1.LabelKueueQueueName)
+	if plain := Build(task, "0", 1, nil, testOpts); plain.Spec.Suspend != nil {
+		t.Fatalf("a Task without the Kueue label got suspend %v", *plain.Spec.Suspend)
+	}
+}

@@ -65,6 +65,9 @@ type Input struct {
 	// Queue is the TaskQueue spec.queueName names, as the pass saw it; nil
 	// when the Task names none.
 	Queue *Queue
+	// HeldBy holds, by Job name, what holds an attempt whose Job is held
+	// suspended, when the pass could tell (Kueue's Workload message).
+	HeldBy map[string]string
 	// Policy is the operator's own check of the spec against its
 	// namespace (the --service-accounts-opt-in flag): nil when there is
 	// nothing to check.
@@ -179,8 +182,13 @@ func Decide(in Input) Plan {
 		switch {
 		case a.Held:
 			// A Job held suspended (by Kueue, say) waits for admission from
-			// the start; its unsuspending brings the next pass.
-			check = retry.StartCheck{Waiting: true, Cause: heldCause}
+			// the start; its unsuspending brings the next pass, and what
+			// holds it is looked at again every start timeout, as for an
+			// Unschedulable pod.
+			check = retry.StartCheck{Waiting: true, Cause: heldCause, RecheckAt: now.Add(timeout)}
+			if by := in.HeldBy[a.JobName]; by != "" {
+				check.Cause = by
+			}
 		case !retry.StartCheckDue(a.Created, timeout, now):
 			wake.add(a.Created.Add(timeout))
 			continue
@@ -397,6 +405,11 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 			return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule, Message: err.Error()}
 		}
 		schedule = s
+	}
+	if task.Spec.QueueName != "" && jobs.KueueManaged(task) {
+		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: fmt.Sprintf(
+			"spec.queueName %q and the label %s=%s name two queues: use a TaskQueue (spec.queueName) or Kueue (the label), not both",
+			task.Spec.QueueName, v1alpha1.LabelKueueQueueName, task.Labels[v1alpha1.LabelKueueQueueName])}
 	}
 	if policy != nil && policy.Refused != nil {
 		return nil, policy.Refused

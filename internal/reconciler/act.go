@@ -158,6 +158,12 @@ func (p *pass) stopAttempt(ctx context.Context, s plan.Stop) error {
 	if found, err := p.patchJob(ctx, job, patch); !found || err != nil {
 		return err
 	}
+	if a.Phase == runs.Active && jobs.KueueManaged(p.task) {
+		// Kueue would unsuspend an admitted Job again (kueue.go).
+		if err := p.deactivateWorkload(ctx, a.JobName); err != nil {
+			return err
+		}
+	}
 	log.FromContext(ctx).Info("stopped attempt", "job", a.JobName, "reason", s.Reason)
 	p.r.event(p.task, job, eventWarning, v1alpha1.EventAttemptStopped, "StopJob",
 		fmt.Sprintf("attempt %d (Job %s) stopped: %s: %s", a.Number, a.JobName, s.Reason, s.Message))

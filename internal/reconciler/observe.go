@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
@@ -78,6 +79,9 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	if in.Policy, err = p.observePolicy(ctx); err != nil {
 		return in, err
 	}
+	if err := p.observeHeld(ctx, &in); err != nil {
+		return in, err
+	}
 	p.runs = in.Runs
 	return in, nil
 }
@@ -104,6 +108,30 @@ func (p *pass) observeRetryAfter(ctx context.Context, in *plan.Input) error {
 			in.RetryAfter = map[string]int64{}
 		}
 		in.RetryAfter[a.JobName] = podRetryAfter(pods)
+	}
+	return nil
+}
+
+// observeHeld reads, for a Kueue-managed Task, why Kueue holds each of its
+// attempts whose Job is suspended (its Workload's condition), for the
+// WaitingForCapacity message.
+func (p *pass) observeHeld(ctx context.Context, in *plan.Input) error {
+	if !jobs.KueueManaged(p.task) || in.Policy == nil || in.Policy.Refused != nil {
+		return nil
+	}
+	for i := range in.Runs {
+		a := in.Runs[i].Latest()
+		if a.Phase != runs.Active || !a.Held {
+			continue
+		}
+		by, err := p.heldByKueue(ctx, a.JobName)
+		if err != nil {
+			return err
+		}
+		if in.HeldBy == nil {
+			in.HeldBy = map[string]string{}
+		}
+		in.HeldBy[a.JobName] = by
 	}
 	return nil
 }

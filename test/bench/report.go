@@ -366,8 +366,8 @@ func (rs *results) render() string {
 	if par := qf(func(q *queueResult) float64 { return float64(q.parallel) }); anyValue(par) {
 		p := int(median(par))
 		thr := qf(func(q *queueResult) float64 { return q.queued / q.unqueued })
-		add("queue", fmt.Sprintf("%d Tasks in one TaskQueue of maxRunning %d, pods ~%s s: Tasks finished per second", n, p, queuePodSeconds), spread(qf(func(q *queueResult) float64 { return q.queued }), "/s"), "")
-		add("queue", fmt.Sprintf("  baseline: no queue, a load generator keeping %d Tasks in flight", p), spread(qf(func(q *queueResult) float64 { return q.unqueued }), "/s"), "")
+		add("queue", fmt.Sprintf("%d Tasks in one TaskQueue of maxRunning %d, pods ~%s s: attempts completed per second", n, p, queuePodSeconds), spread(qf(func(q *queueResult) float64 { return q.queued }), "/s"), "")
+		add("queue", fmt.Sprintf("  baseline: no queue, a load generator keeping %d attempts running", p), spread(qf(func(q *queueResult) float64 { return q.unqueued }), "/s"), "")
 		add("queue", "  queued / un-queued at equal parallelism (ratio, target >= 0.8)", spread(thr, "x"), verdict(thr, func(x float64) bool { return x >= 0.8 }))
 		most := qf(func(q *queueResult) float64 { return float64(q.maxActive) })
 		add("queue", "  most attempts active at once (target <= maxRunning)", spread(most, ""), verdict(most, func(x float64) bool { return x <= float64(p) }))
@@ -377,6 +377,8 @@ func (rs *results) render() string {
 		add("queue", "  admitted (the queue's record) to the Job created, p99", secs(qf(func(q *queueResult) float64 { return percentile(q.admitToJob, 99) })), "")
 		inv := qf(func(q *queueResult) float64 { return float64(q.inversions) })
 		add("queue", fmt.Sprintf("  priority inversions (a lower priority admitted while a higher one waited > %s)", inversionGrace), spread(inv, ""), "0: "+verdict(inv, func(x float64) bool { return x == 0 }))
+		add("queue", fmt.Sprintf("    the same within %s (the operator's watch lags the benchmark's)", inversionGrace/10), spread(qf(func(q *queueResult) float64 { return float64(q.inversionsNear) }), ""), "")
+		add("queue", "  queued Tasks Ready per second (to the N-th Ready: the status writes follow the Jobs)", spread(qf(func(q *queueResult) float64 { return q.queuedReady }), "/s"), "")
 		add("queue", "  operator writes per admitted attempt, events excluded", spread(qf(func(q *queueResult) float64 { return q.writes.total() / float64(q.n) }), ""), "")
 		add("queue", "  events per admitted attempt (Queued, Admitted)", spread(qf(func(q *queueResult) float64 { return q.writes.events / float64(q.n) }), ""), "")
 		if last := rs.reps[len(rs.reps)-1].queue; last != nil {

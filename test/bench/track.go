@@ -46,10 +46,9 @@ type tracker struct {
 	// first listed it.
 	admitted map[string]time.Time
 	stop     context.CancelFunc
-	// onReady, when set before the tracker starts, is called (under its
-	// lock) each time a Task turns Ready: a closed-loop load generator's
-	// signal.
-	onReady func()
+	// onComplete, when set, is called (under the tracker's lock) each time
+	// a Job is first seen complete: a closed-loop load generator's signal.
+	onComplete func()
 }
 
 // cronJobScheduledAnnotation is the slot the CronJob controller records on
@@ -113,9 +112,6 @@ func (t *tracker) observe(o any) {
 		}
 		if tt.ready.IsZero() && meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionReady) {
 			tt.ready = now
-			if t.onReady != nil {
-				t.onReady()
-			}
 		}
 		if tt.queued.IsZero() && len(obj.Status.Queued) > 0 {
 			tt.queued = now
@@ -142,6 +138,9 @@ func (t *tracker) observe(o any) {
 			for _, c := range obj.Status.Conditions {
 				if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
 					jt.complete = now
+					if t.onComplete != nil {
+						t.onComplete()
+					}
 				}
 			}
 		}

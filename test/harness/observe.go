@@ -70,9 +70,14 @@ type JobRecorder struct {
 	// Tasks of the Jobs in the order they were first seen.
 	active    map[types.UID]bool
 	maxActive int
-	order     []string
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// running: the active Jobs not held suspended (by Kueue, say).
+	running    map[types.UID]bool
+	maxRunning int
+	started    map[types.UID]bool
+	startOrder []string
+	order      []string
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 // RecordJobs starts recording the Jobs of namespace ns; the test's cleanup
@@ -80,7 +85,7 @@ type JobRecorder struct {
 func RecordJobs(t testing.TB, c client.WithWatch, ns string) *JobRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &JobRecorder{c: c, ns: ns, seen: map[types.UID]batchv1.Job{}, first: map[types.UID]time.Time{}, gone: map[types.UID]time.Time{},
-		active: map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
+		active: map[types.UID]bool{}, running: map[types.UID]bool{}, started: map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		for ctx.Err() == nil {
@@ -158,12 +163,39 @@ func (r *JobRecorder) add(job *batchv1.Job, deleted bool) {
 	}
 	// Keep the newest version; a deletion event carries the last one.
 	r.seen[job.UID] = *job.DeepCopy()
-	if active := !deleted && runs.AttemptOf(job, 1).Phase == runs.Active; active {
+	a := runs.AttemptOf(job, 1)
+	if active := !deleted && a.Phase == runs.Active; active {
 		r.active[job.UID] = true
 	} else {
 		delete(r.active, job.UID)
 	}
+	if r.active[job.UID] && !a.Held {
+		r.running[job.UID] = true
+		if !r.started[job.UID] {
+			r.started[job.UID] = true
+			r.startOrder = append(r.startOrder, job.Labels[v1alpha1.LabelTask])
+		}
+	} else {
+		delete(r.running, job.UID)
+	}
 	r.maxActive = max(r.maxActive, len(r.active))
+	r.maxRunning = max(r.maxRunning, len(r.running))
+}
+
+// StartOrder is the Tasks of the Jobs seen, in the order each Job was
+// first seen running (not held suspended).
+func (r *JobRecorder) StartOrder() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.startOrder...)
+}
+
+// MaxRunning is the most active Jobs not held suspended at any Job event
+// seen: what a Kueue quota caps.
+func (r *JobRecorder) MaxRunning() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxRunning
 }
 
 // MaxActive is the most Jobs whose attempt was active (a Job that exists
