@@ -173,6 +173,7 @@ func Decide(in Input) Plan {
 	// waiting for capacity wait, up to capacityTimeoutSeconds; the others
 	// are looked at again when their check is due.
 	timeout := retry.StartTimeout(&task.Spec)
+	kueue := jobs.KueueManaged(task)
 	for i := range rs {
 		a := rs[i].Latest()
 		if a.Phase != runs.Active || a.PodsStarted {
@@ -189,11 +190,17 @@ func Decide(in Input) Plan {
 			if by := in.HeldBy[a.JobName]; by != "" {
 				check.Cause = by
 			}
-		case !retry.StartCheckDue(a.Created, timeout, now):
-			wake.add(a.Created.Add(timeout))
+		case kueue && a.Resumed.IsZero():
+			// Admitted by Kueue a moment ago: the Job controller has not
+			// started the Job yet (status.startTime), where the start
+			// timeout begins; that update brings the next pass.
+			wake.add(now.Add(timeout))
+			continue
+		case !retry.StartCheckDue(a.StartBase(), timeout, now):
+			wake.add(a.StartBase().Add(timeout))
 			continue
 		default:
-			check = retry.CheckStart(a.Created, in.Pods[a.JobName], in.Refused[a.JobName], timeout, now)
+			check = retry.CheckStart(a.StartBase(), in.Pods[a.JobName], in.Refused[a.JobName], timeout, now)
 		}
 		switch {
 		case check.Stuck:

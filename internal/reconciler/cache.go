@@ -42,19 +42,22 @@ func CacheOptions() cache.Options {
 //     resourceVersion and the rest for the informer and any generic code.
 //     Small, and no finer cut is worth the risk.
 //   - spec.completions: runs.AttemptOf compares ready+succeeded+failed
-//     pods with it (PodsStarted, for the start timeout).
+//     pods with it (PodsStarted, for the start timeout); spec.suspend: a
+//     Job held suspended by someone else (Kueue) waits for capacity.
 //   - status.ready, .succeeded, .failed: the same PodsStarted sum.
 //   - status.conditions of type Complete and Failed (type, status, reason,
 //     message, lastTransitionTime): the attempt's phase, its failure reason
 //     and message, and when it finished; and FailureTarget until one of
 //     those comes (an attempt whose Job is being failed, whose output the
 //     operator captures then: see deadlineOutput in pods.go).
-//   - status.completionTime: when a Complete attempt finished.
+//   - status.completionTime: when a Complete attempt finished;
+//     status.startTime: when a Job was resumed from suspension (Kueue
+//     admitting it), where its start timeout begins.
 //
 // Everything else goes, mainly the pod template (the operator builds Jobs
 // with internal/jobs.Build and never reads one back; a Job it must compare
 // is read from the API server, see startAttempt), spec.podFailurePolicy,
-// spec.selector, the other spec fields, and status.startTime, .active,
+// spec.selector, the other spec fields, and status.active,
 // .terminating, .completedIndexes, .failedIndexes, .uncountedTerminatedPods
 // and the other conditions (SuccessCriteriaMet, FailureTarget, Suspended).
 // A Job read from the cache is therefore never complete: never write one
@@ -81,6 +84,7 @@ func trimJob(obj any) (any, error) {
 		Status: batchv1.JobStatus{
 			Conditions:     finishConditions(job.Status.Conditions),
 			CompletionTime: job.Status.CompletionTime,
+			StartTime:      job.Status.StartTime,
 			Ready:          job.Status.Ready,
 			Succeeded:      job.Status.Succeeded,
 			Failed:         job.Status.Failed,

@@ -35,7 +35,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		if a.Phase != runs.Active {
 			continue
 		}
-		if !a.PodsStarted && retry.StartCheckDue(a.Created, timeout, p.now) {
+		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), timeout, p.now) {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
 				return in, err

@@ -53,6 +53,10 @@ type Attempt struct {
 	// Held is true while the Job is suspended and the operator did not
 	// stop it: something else (Kueue) holds it until it admits it.
 	Held bool
+	// Resumed is the Job's status.startTime when it is later than its
+	// creation: the Job controller sets it anew when a suspended Job is
+	// resumed (Kueue admitting it), and a start timeout counts from it.
+	Resumed time.Time
 	// RunNowToken is the hash of the run-now token consumed when the Job
 	// was created.
 	RunNowToken string
@@ -100,6 +104,15 @@ func (r *Run) Attempt(n int32) *Attempt {
 		}
 	}
 	return nil
+}
+
+// StartBase is when an attempt's start timeout begins: when its Job was
+// created, or last resumed from suspension.
+func (a *Attempt) StartBase() time.Time {
+	if a.Resumed.After(a.Created) {
+		return a.Resumed
+	}
+	return a.Created
 }
 
 // Find returns the run with id, or nil.
@@ -233,6 +246,9 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 	// admits them): waiting for capacity, not broken. A stop of ours
 	// suspends too, but is told by its annotation below.
 	a.Held = job.Spec.Suspend != nil && *job.Spec.Suspend
+	if st := job.Status.StartTime; st != nil && st.After(a.Created) {
+		a.Resumed = st.Time
+	}
 
 	// A Job that completed before our stop took effect still succeeded.
 	if c := condition(job, batchv1.JobComplete); c != nil {

@@ -159,9 +159,9 @@ func TestKueueAdmitsTwoOfFiveTasksAtATimeInPriorityOrder(t *testing.T) {
 	ns := newNamespace(t, "kueue-quota")
 	clusterQueue(t, ns, 2, false)
 	jobs := harness.RecordJobs(t, env.c, ns)
-	for _, name := range []string{"low-1", "low-2"} {
-		create(t, kueueTask(ns, name, "low", 6))
-	}
+	// The two first finish apart, so places free one at a time.
+	create(t, kueueTask(ns, "low-1", "low", 5))
+	create(t, kueueTask(ns, "low-2", "low", 15))
 	for _, name := range []string{"low-1", "low-2"} {
 		waitTask(t, ns, name, "running", func(t *v1alpha1.Task) bool { return t.Status.Phase == v1alpha1.PhaseRunning })
 	}

@@ -88,6 +88,12 @@ func runMain(m *testing.M) (code int) {
 		logf("installing Kueue's CRDs: %v\n%s", err, out)
 		return 1
 	}
+	// Kueue sets up its indexes at start and exits if its kinds are not
+	// served yet.
+	if out, err := cluster.RunKubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+		logf("waiting for Kueue's CRDs: %v\n%s", err, out)
+		return 1
+	}
 	stop, err := startKueue(kueueBin, cluster.Kubeconfig)
 	if err != nil {
 		logf("starting Kueue: %v", err)
@@ -199,10 +205,11 @@ integrations:
 		return nil, err
 	}
 	env.kueue = cmd
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	undo = append(undo, func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
+		done := exited
 		select {
 		case <-done:
 		case <-time.After(15 * time.Second):
@@ -227,9 +234,12 @@ integrations:
 			tail, _ := os.ReadFile(env.kueueLog)
 			return nil, fmt.Errorf("kueue not ready after 60 s: %v\n%s", err, lastLines(tail, 20))
 		}
-		if cmd.ProcessState != nil {
+		select {
+		case <-exited:
+			tail, _ := os.ReadFile(env.kueueLog)
 			undoAll()
-			return nil, fmt.Errorf("kueue exited")
+			return nil, fmt.Errorf("kueue exited: %v\n%s", cmd.ProcessState, lastLines(tail, 20))
+		default:
 		}
 		time.Sleep(250 * time.Millisecond) // polling interval, not a condition
 	}
