@@ -158,3 +158,48 @@ func installUserRoles(t *testing.T) {
 		t.Fatalf("config/default renders %d ClusterRoles for people, want 3", installed)
 	}
 }
+
+// The sample ValidatingAdmissionPolicy (config/samples/policies), applied
+// as the README says, refuses in a namespace labelled for it a Task whose
+// image is outside the allowed registry and one that names a
+// ServiceAccount, each with the policy's message; the operator's default
+// image and the registry's images pass; other namespaces are untouched.
+func TestTheSamplePolicyRestrictsImagesAndServiceAccounts(t *testing.T) {
+	t.Parallel()
+	policy := filepath.Join(env.ws.Root, "config", "samples", "policies", "restrict-tasks.yaml")
+	kubectl(t, time.Minute, "apply", "-f", policy)
+	t.Cleanup(func() { _, _ = env.runKubectl(context.Background(), "delete", "-f", policy, "--ignore-not-found") })
+	restricted := newNamespace(t, "e2e-policy")
+	kubectl(t, 30*time.Second, "label", "namespace", restricted, "taskops.io/restricted=true")
+	open := newNamespace(t, "e2e-nopolicy")
+
+	task := func(ns, name string, mutate func(*v1alpha1.Task)) *v1alpha1.Task {
+		tk := testutil.NewTask(ns, name)
+		mutate(tk)
+		return tk
+	}
+	outside := func(tk *v1alpha1.Task) { tk.Spec.Image = "docker.io/library/busybox:1.37" }
+	withSA := func(tk *v1alpha1.Task) { tk.Spec.ServiceAccountName = "builder" }
+	dryRun := func(tk *v1alpha1.Task) error {
+		return env.c.Create(ctxFor(t, 10*time.Second), tk, client.DryRunAll)
+	}
+	// The API server compiles a new policy in the background.
+	eventually(t, 30*time.Second, "the policy refuses an image outside the registry", func(ctx context.Context) (bool, string) {
+		err := dryRun(task(restricted, "outside", outside))
+		return err != nil && strings.Contains(err.Error(), "spec.image must come from registry.example.com/team/"), fmt.Sprint(err)
+	})
+	if err := dryRun(task(restricted, "with-sa", withSA)); err == nil || !strings.Contains(err.Error(), "spec.serviceAccountName is not allowed in this namespace") {
+		t.Fatalf("a ServiceAccount: %v", err)
+	} else {
+		t.Logf("refused as expected: %v", err)
+	}
+	for _, ok := range []*v1alpha1.Task{
+		task(restricted, "registry", func(tk *v1alpha1.Task) { tk.Spec.Image = "registry.example.com/team/tools:1.4" }),
+		task(restricted, "default-image", func(*v1alpha1.Task) {}),
+		task(open, "elsewhere", func(tk *v1alpha1.Task) { outside(tk); withSA(tk) }),
+	} {
+		if err := dryRun(ok); err != nil {
+			t.Errorf("%s/%s was refused: %v", ok.Namespace, ok.Name, err)
+		}
+	}
+}
