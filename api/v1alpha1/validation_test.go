@@ -1,11 +1,8 @@
 package v1alpha1_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -412,18 +408,11 @@ func TestTheSamplesAreAccepted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-			for {
-				u := &unstructured.Unstructured{}
-				if err := dec.Decode(&u.Object); err != nil {
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					t.Fatal(err)
-				}
-				if len(u.Object) == 0 {
-					continue
-				}
+			objs, err := testutil.DecodeManifests(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range objs {
 				u.SetNamespace(ns)
 				if err := k8s.Create(ctx, u, client.DryRunAll); err != nil {
 					t.Errorf("%s %s refused: %v", u.GetKind(), u.GetName(), err)

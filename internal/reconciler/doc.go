@@ -62,7 +62,11 @@
 //     so the next pass does not try to create them again (AlreadyExists).
 //   - ownwrites.go: each Task as this process's last status write left it,
 //     until the cache shows it, so the next pass does not compute from an
-//     outdated status and lose the write to a conflict.
+//     outdated status and lose the write to a conflict; the queue
+//     reconciler reads its Tasks through it too (peek), and a write that
+//     changes what a Task waits for wakes its queue at once (wakeQueue),
+//     so under a burst, when the cache lags by seconds, a freed place goes
+//     to the head of the line, not to whoever the cache knew of.
 //   - priority.go and plan.RecordLater: Job events queue at a lower
 //     priority than work to start, and a pass that created Jobs leaves the
 //     status write to the pass their events bring, so in a burst every Job

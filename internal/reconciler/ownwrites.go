@@ -84,3 +84,20 @@ func (w *ownWrites) latest(cached *v1alpha1.Task) *v1alpha1.Task {
 	}
 	return mine.DeepCopy()
 }
+
+// peek is latest for readers that only look: the queue reconciler reads
+// what each of its Tasks waits for, and a Task's status write that put an
+// attempt in line must count at once, not when the cache shows it (under
+// a burst the cache lags by seconds, and a place given meanwhile would go
+// to an attempt behind it). It returns the remembered Task without a copy
+// (never change it) and leaves the entries as they are.
+func (w *ownWrites) peek(cached *v1alpha1.Task) *v1alpha1.Task {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.m[cached.UID]
+	if !ok || e.task.ResourceVersion == cached.ResourceVersion || e.task.Generation != cached.Generation ||
+		!maps.Equal(e.task.Annotations, cached.Annotations) || !e.task.DeletionTimestamp.Equal(cached.DeletionTimestamp) {
+		return cached
+	}
+	return e.task
+}

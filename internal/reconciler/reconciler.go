@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -53,6 +54,15 @@ type TaskReconciler struct {
 	// written holds each Task as this process's last status write left it,
 	// until the cache shows it.
 	written ownWrites
+	// queueWake hands the queue controller the queues whose line a status
+	// write of this process changed (taskqueue_setup.go).
+	queueWake chan event.TypedGenericEvent[*v1alpha1.TaskQueue]
+	// admittedWake brings the passes of Tasks the queue controller just
+	// admitted (taskqueue.go).
+	admittedWake chan event.TypedGenericEvent[*v1alpha1.Task]
+	// queueRecords is each queue's admission record as this process's
+	// queue controller last wrote it (taskqueue.go).
+	queueRecords *queueRecords
 }
 
 // LeaseHolder reports whether this replica may act as the leader right now.
@@ -222,6 +232,7 @@ func (r *TaskReconciler) writeStatus(ctx context.Context, task *v1alpha1.Task, o
 		return err
 	}
 	r.written.record(task, r.Clock.Now())
+	r.wakeQueue(task, old)
 	return nil
 }
 

@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
@@ -54,15 +56,44 @@ func IndexQueues(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
+// queueWakeBuffer bounds the wake-ups a Task pass hands the queue
+// controller directly (wakeQueue); when it is full the Task's status event
+// still wakes the queue, only later.
+const queueWakeBuffer = 1024
+
+// wakeQueue tells the queue controller at once that a status write of this
+// process changed what a Task waits for: under a burst the cache (and so
+// the Task watch) lags by seconds.
+func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus) {
+	if r.queueWake == nil || task.Spec.QueueName == "" || slices.Equal(queuedJobNames(task), queuedNames(old)) {
+		return
+	}
+	tq := &v1alpha1.TaskQueue{}
+	tq.Namespace, tq.Name = task.Namespace, task.Spec.QueueName
+	select {
+	case r.queueWake <- event.TypedGenericEvent[*v1alpha1.TaskQueue]{Object: tq}:
+	default:
+	}
+}
+
+func queuedNames(st *v1alpha1.TaskStatus) []string {
+	return queuedJobNames(&v1alpha1.Task{Status: *st})
+}
+
 // setupQueues registers the queue controller, next to the Task controller
 // it shares the cache, the client and the lease with.
 func (r *TaskReconciler) setupQueues(mgr ctrl.Manager, opts controller.Options) error {
-	qr := &QueueReconciler{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Lease: r.Lease}
+	r.queueWake = make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], queueWakeBuffer)
+	r.admittedWake = make(chan event.TypedGenericEvent[*v1alpha1.Task], queueWakeBuffer)
+	r.queueRecords = &queueRecords{}
+	qr := &QueueReconciler{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Lease: r.Lease,
+		written: &r.written, admittedWake: r.admittedWake, records: r.queueRecords}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("taskqueue").
 		For(&v1alpha1.TaskQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Task{}, taskToQueue{}).
 		Watches(&batchv1.Job{}, jobToQueue{}).
+		WatchesRawSource(source.Channel(r.queueWake, &handler.TypedEnqueueRequestForObject[*v1alpha1.TaskQueue]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: opts.RateLimiter}).
 		Complete(qr)
 }
@@ -156,6 +187,14 @@ func (h queueToTasks) Update(ctx context.Context, e event.UpdateEvent, q workque
 			addAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
+}
+
+// admittedHandler enqueues the Tasks the queue controller hands over
+// (QueueReconciler.admittedWake) at admitPriority.
+var admittedHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
+	GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		addAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+	},
 }
 
 // addAdmitted enqueues a Task whose attempt was just admitted at

@@ -166,8 +166,8 @@ func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error
 	}
 	tasks, jobs := tr.snapshot()
 	res.maxActive, res.admit = activeAndAdmission(jobs, res.parallel)
-	res.inversions = inversions(tasks, jobs, inversionGrace)
-	res.inversionsNear = inversions(tasks, jobs, inversionGrace/10)
+	res.inversions = inversions(tasks, jobs, inversionGrace, func(ex string) { o.logf("  inversion: %s", ex) })
+	res.inversionsNear = inversions(tasks, jobs, inversionGrace/10, nil)
 	for _, j := range jobs {
 		if !j.admitted.IsZero() {
 			res.admitToJob = append(res.admitToJob, j.seen.Sub(j.admitted).Seconds())
@@ -219,23 +219,32 @@ func activeAndAdmission(jobs map[string]jobTrack, parallel int) (int, []float64)
 
 // inversions counts Tasks admitted while a Task of higher priority had
 // been waiting longer than grace and was admitted later.
-func inversions(tasks map[string]taskTrack, jobs map[string]jobTrack, grace time.Duration) int {
+func inversions(tasks map[string]taskTrack, jobs map[string]jobTrack, grace time.Duration, examples func(string)) int {
 	type entry struct {
+		name          string
 		prio          int32
 		queued, start time.Time
 	}
 	var es []entry
+	var t0 time.Time
 	for _, j := range jobs {
 		t, ok := tasks[j.task]
 		if !ok || j.admitted.IsZero() {
 			continue
 		}
-		es = append(es, entry{t.priority, t.queued, j.admitted})
+		es = append(es, entry{j.task, t.priority, t.queued, j.admitted})
+		if t0.IsZero() || t.seen.Before(t0) {
+			t0 = t.seen
+		}
 	}
 	count := 0
 	for _, low := range es {
 		for _, high := range es {
 			if high.prio > low.prio && !high.queued.IsZero() && high.queued.Add(grace).Before(low.start) && high.start.After(low.start) {
+				if count < 3 && examples != nil {
+					examples(fmt.Sprintf("%s (priority %d) admitted at +%.3f s while %s (priority %d) waited since +%.3f s, admitted at +%.3f s",
+						low.name, low.prio, low.start.Sub(t0).Seconds(), high.name, high.prio, high.queued.Sub(t0).Seconds(), high.start.Sub(t0).Seconds()))
+				}
 				count++
 				break
 			}

@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,8 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -138,16 +133,10 @@ func forbidden(t *testing.T, what string, err error) {
 func installUserRoles(t *testing.T) {
 	t.Helper()
 	out := kubectl(t, time.Minute, "kustomize", filepath.Join(env.ws.Root, "config", "default"))
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(out)), 4096)
+	objs, err := testutil.DecodeManifests([]byte(out))
+	must(t, err)
 	installed := 0
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
+	for _, u := range objs {
 		if u.GetKind() != "ClusterRole" || !strings.HasPrefix(u.GetName(), "task-operator-task") {
 			continue
 		}

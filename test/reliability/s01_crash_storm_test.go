@@ -63,24 +63,7 @@ func TestS01CrashStorm(t *testing.T) {
 		_ = s.c.List(ctx, &list, client.InNamespace(ns))
 		return fmt.Sprintf("%d Jobs; %s", len(list.Items), phaseCounts(ts))
 	}
-	var downs []time.Duration
-	var readies []time.Duration
-	for k := 1; k <= kills; k++ {
-		time.Sleep(randDuration(2*time.Second, pick(12*time.Second, 6*time.Second)))
-		at := time.Since(start)
-		if err := op.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		before := status()
-		down := randDuration(0, 3*time.Second)
-		time.Sleep(down)
-		ready, err := op.Start()
-		if err != nil {
-			t.Fatalf("restart %d: %v", k, err)
-		}
-		downs, readies = append(downs, down), append(readies, ready)
-		t.Logf("kill %d (SIGKILL) at +%s: %s; down %s, /readyz %s after the restart", k, harness.Secs(at), before, harness.Secs(down), harness.Secs(ready))
-	}
+	downs, readies := killStorm(t, op, kills, start, status)
 	rest := waitFinished(t, ns, n, pick(15*time.Minute, 5*time.Minute), op)
 	total := time.Since(start)
 
@@ -97,6 +80,31 @@ func TestS01CrashStorm(t *testing.T) {
 	figure(t, "%d Tasks (maxRetry %d, %d failing every attempt), %d SIGKILLs at random moments (total downtime %s): all finished %s after creation (%s after the last restart); %d Jobs for %d expected attempts, 0 duplicates wanted (got %d); %d Task versions watched, %d steps backwards",
 		n, maxRetry, (n+2)/3, kills, harness.Secs(sumDown), harness.Secs(total), harness.Secs(rest), len(seen), expectedAttempts(want), len(harness.Duplicates(seen)), events, len(mon.Problems()))
 	t.Logf("restart readiness: %s", joinDurations(readies))
+}
+
+// killStorm kills the operator with SIGKILL kills times at random moments
+// (2-12 s apart, 2-6 s fast) and restarts it after a random 0-3 s; status
+// says what the namespace looked like at each kill. It returns each
+// downtime and how long each restart took to be ready.
+func killStorm(t *testing.T, op *harness.Operator, kills int, start time.Time, status func() string) (downs, readies []time.Duration) {
+	t.Helper()
+	for k := 1; k <= kills; k++ {
+		time.Sleep(randDuration(2*time.Second, pick(12*time.Second, 6*time.Second)))
+		at := time.Since(start)
+		if err := op.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		before := status()
+		down := randDuration(0, 3*time.Second)
+		time.Sleep(down)
+		ready, err := op.Start()
+		if err != nil {
+			t.Fatalf("restart %d: %v", k, err)
+		}
+		downs, readies = append(downs, down), append(readies, ready)
+		t.Logf("kill %d (SIGKILL) at +%s: %s; down %s, /readyz %s after the restart", k, harness.Secs(at), before, harness.Secs(down), harness.Secs(ready))
+	}
+	return downs, readies
 }
 
 func expectedAttempts(want map[string]oneShotWant) int {

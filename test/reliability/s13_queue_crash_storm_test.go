@@ -47,17 +47,7 @@ func TestS13QueueCrashStorm(t *testing.T) {
 	}
 	start := time.Now()
 	createAll(t, tasks)
-	for k := 1; k <= kills; k++ {
-		time.Sleep(randDuration(2*time.Second, pick(12*time.Second, 6*time.Second)))
-		if err := op.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(randDuration(0, 3*time.Second))
-		if _, err := op.Start(); err != nil {
-			t.Fatalf("restart %d: %v", k, err)
-		}
-		t.Logf("kill %d (SIGKILL) at +%s; at most %d active so far", k, harness.Secs(time.Since(start)), jobs.MaxActive())
-	}
+	killStorm(t, op, kills, start, func() string { return fmt.Sprintf("at most %d attempts active so far", jobs.MaxActive()) })
 	waitFinished(t, ns, n, pick(20*time.Minute, 6*time.Minute), op)
 	total := time.Since(start)
 
