@@ -49,3 +49,25 @@ func cancelRuns(task *v1alpha1.Task, rs []runs.Run, steps map[string]retry.Step)
 	}
 	return stops
 }
+
+// cancel is stage 2: a new cancel token stops every unfinished run, queued
+// ones too; the scheduler then sees them finished, so a run-now in the
+// same pass starts anew.
+func (d *decision) cancel() {
+	hash, cancels := cancelToken(d.task, d.rs)
+	if hash == "" {
+		return
+	}
+	d.p.CancelToken = hash
+	if !cancels {
+		return
+	}
+	var dropped []Dropped
+	d.pending, dropped = dropPending(d.pending, func(string) (bool, Dropped) {
+		return true, Dropped{Result: v1alpha1.RunResultCancelled, Reason: v1alpha1.ReasonCancelled, Message: "cancelled while queued: " + cancelMessage}
+	})
+	d.p.Dropped = append(d.p.Dropped, dropped...)
+	for _, s := range cancelRuns(d.task, d.rs, retry.Steps(d.task, d.rs, d.now)) {
+		d.stop(s.RunID, runs.Find(d.rs, s.RunID).Latest(), s.Reason, s.Message)
+	}
+}

@@ -6,7 +6,12 @@
 // runs), so every decision is table-tested without an API server; the
 // reconciler only carries the plan out.
 //
-//   - plan.go: Input, Plan and Decide, the decision in the order it is made;
+//   - plan.go: Input, Plan and Decide, the decision in the order it is made
+//     (each stage a method of decision), the outputs it keeps, and what
+//     it decides last (wake-ups, pruning, the TTL);
+//   - start.go: the start and capacity timeouts (stage 1);
+//   - starts.go: which attempts and runs start, Replace, and the queue's
+//     gate (stage 4);
 //   - cancel.go: the cancel token and the runs it stops;
 //   - queue.go: which starts of a queued Task wait for admission, and the
 //     queued new runs the status remembers;
@@ -33,9 +38,6 @@ const pruneDelay = time.Second
 // replacedMessage is the stop message of a run concurrencyPolicy Replace
 // stopped.
 const replacedMessage = "replaced by a newer run (concurrencyPolicy: Replace)"
-
-// heldCause is what an attempt whose Job is held suspended waits for.
-const heldCause = "the Job is suspended until admitted (by Kueue or another controller)"
 
 // Input is what a pass observed.
 type Input struct {
@@ -153,231 +155,111 @@ type Plan struct {
 // Decide makes the decision of one pass. It simulates its own stops and
 // starts on a copy of the runs, so what it decides after them (retries to
 // wait for, runs to prune, the TTL) sees the runs as the pass leaves them.
+// Each stage is a method of decision, in the order the pass acts.
 func Decide(in Input) Plan {
-	task, now := in.Task, in.Now
-	p := Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}
-	schedule, problem := validate(task, in.Policy)
+	d := &decision{in: in, task: in.Task, now: in.Now, p: Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}}
+	schedule, problem := validate(d.task, in.Policy)
 	if problem != nil {
-		p.Problem = problem
+		d.p.Problem = problem
 		if in.Policy != nil && in.Policy.Refused != nil {
 			// The namespace may opt in any time; nothing watches it.
-			p.Wake = now.Add(PolicyRecheck)
+			d.p.Wake = d.now.Add(PolicyRecheck)
 		}
-		return p
+		return d.p
 	}
-	stamp := now.UTC().Truncate(time.Second) // a stop's time, as its annotation keeps it
-	rs := runs.Clone(in.Runs)
-	var wake earliest
+	d.stamp = d.now.UTC().Truncate(time.Second) // a stop's time, as its annotation keeps it
+	d.rs = runs.Clone(in.Runs)
 
-	// 1. Attempts whose pods could not start in time are stopped; those
-	// waiting for capacity wait, up to capacityTimeoutSeconds; the others
-	// are looked at again when their check is due.
-	timeout := retry.StartTimeout(&task.Spec)
-	kueue := jobs.KueueManaged(task)
-	for i := range rs {
-		a := rs[i].Latest()
-		if a.Phase != runs.Active || a.PodsStarted {
-			continue
-		}
-		var check retry.StartCheck
-		switch {
-		case a.Held:
-			// A Job held suspended (by Kueue, say) waits for admission from
-			// the start; its unsuspending brings the next pass, and what
-			// holds it is looked at again every start timeout, as for an
-			// Unschedulable pod.
-			check = retry.StartCheck{Waiting: true, Cause: heldCause, RecheckAt: now.Add(timeout)}
-			if by := in.HeldBy[a.JobName]; by != "" {
-				check.Cause = by
-			}
-		case kueue && a.Resumed.IsZero():
-			// Admitted by Kueue a moment ago: the Job controller has not
-			// started the Job yet (status.startTime), where the start
-			// timeout begins; that update brings the next pass.
-			wake.add(now.Add(timeout))
-			continue
-		case !retry.StartCheckDue(a.StartBase(), timeout, now):
-			wake.add(a.StartBase().Add(timeout))
-			continue
-		default:
-			check = retry.CheckStart(a.StartBase(), in.Pods[a.JobName], in.Refused[a.JobName], timeout, now)
-		}
-		switch {
-		case check.Stuck:
-			p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptStartTimeout, Message: check.Message})
-			a.Stop(v1alpha1.AttemptStartTimeout, check.Message, stamp)
-		case check.Waiting:
-			// Waiting for capacity is not a failure: only
-			// capacityTimeoutSeconds ends it.
-			if ct := retry.CapacityTimeout(&task.Spec); ct > 0 {
-				deadline := a.Created.Add(ct)
-				if !now.Before(deadline) {
-					msg := fmt.Sprintf("waited %s for capacity: %s", ct, check.Cause)
-					p.Stop = append(p.Stop, Stop{RunID: rs[i].ID, Attempt: a.Number, Reason: v1alpha1.AttemptCapacityTimeout, Message: msg})
-					a.Stop(v1alpha1.AttemptCapacityTimeout, msg, stamp)
-					continue
-				}
-				wake.add(deadline)
-			}
-			if p.Waiting == nil {
-				p.Waiting = map[string]string{}
-			}
-			p.Waiting[a.JobName] = check.Cause
-			wake.add(check.RecheckAt)
-		default:
-			wake.add(check.RecheckAt)
-		}
-	}
+	d.checkStarts()      // 1. start and capacity timeouts (start.go)
+	d.takePending()      //    the queued new runs the status remembers (queue.go)
+	d.cancel()           // 2. a new cancel token (cancel.go)
+	d.keepOutputs()      // 3. outputs and Retry-After to keep on Jobs
+	d.planRuns(schedule) // 4. next attempts, new runs, Replace, the queue's gate (starts.go)
+	d.afterwards()       // 5. retries to wait for, the next slot, pruning, the TTL
+	d.p.Wake = d.wake.t
+	return d.p
+}
 
-	// The new runs waiting in the queue's line; a cron slot queued past its
-	// starting deadline is skipped.
-	pending, missed, deadline := pastDeadline(task, pendingRuns(task, rs), now)
-	p.QueuedMissed = missed
-	wake.add(deadline)
+// decision is one Decide in progress: its input, the runs as the pass
+// will leave them, the plan so far and the earliest wake-up.
+type decision struct {
+	in    Input
+	task  *v1alpha1.Task
+	now   time.Time
+	stamp time.Time // a stop's time, as its annotation keeps it
+	rs    []runs.Run
+	// pending are the queued new runs the status remembers that may still
+	// start (queue.go).
+	pending []v1alpha1.QueuedAttempt
+	p       Plan
+	wake    earliest
+}
 
-	// 2. A new cancel token stops every unfinished run, queued ones too;
-	// the scheduler then sees them finished, so a run-now in the same pass
-	// starts anew.
-	if hash, cancels := cancelToken(task, rs); hash != "" {
-		p.CancelToken = hash
-		if cancels {
-			var dropped []Dropped
-			pending, dropped = dropPending(pending, func(string) (bool, Dropped) {
-				return true, Dropped{Result: v1alpha1.RunResultCancelled, Reason: v1alpha1.ReasonCancelled, Message: "cancelled while queued: " + cancelMessage}
-			})
-			p.Dropped = append(p.Dropped, dropped...)
-			for _, s := range cancelRuns(task, rs, retry.Steps(task, rs, now)) {
-				p.Stop = append(p.Stop, s)
-				runs.Find(rs, s.RunID).Latest().Stop(s.Reason, s.Message, stamp)
-			}
-		}
-	}
+// stop plans stopping attempt a of run runID and simulates it.
+func (d *decision) stop(runID string, a *runs.Attempt, reason v1alpha1.Reason, msg string) {
+	d.p.Stop = append(d.p.Stop, Stop{RunID: runID, Attempt: a.Number, Reason: reason, Message: msg})
+	a.Stop(reason, msg, d.stamp)
+}
 
-	// 3. Outputs of attempts being failed for their deadline are kept.
-	for i := range rs {
-		a := rs[i].Latest()
-		if out := in.Captured[a.JobName]; out != "" && a.Phase == runs.Active {
-			if p.Capture == nil {
-				p.Capture = map[string]string{}
+// keepOutputs is stage 3: outputs of attempts being failed for their
+// deadline are kept on their Jobs, and so is a failed http attempt's
+// Retry-After, read this pass, which sets the earliest next attempt.
+func (d *decision) keepOutputs() {
+	for i := range d.rs {
+		a := d.rs[i].Latest()
+		if out := d.in.Captured[a.JobName]; out != "" && a.Phase == runs.Active {
+			if d.p.Capture == nil {
+				d.p.Capture = map[string]string{}
 			}
-			p.Capture[a.JobName] = out
+			d.p.Capture[a.JobName] = out
 			a.Output = out
 		}
-	}
-
-	// A failed http attempt's Retry-After, read this pass, is kept on its
-	// Job and sets the earliest next attempt.
-	for i := range rs {
-		a := rs[i].Latest()
-		if secs, ok := in.RetryAfter[a.JobName]; ok && !a.RetryAfterKnown {
-			if p.RecordRetryAfter == nil {
-				p.RecordRetryAfter = map[string]int64{}
+		if secs, ok := d.in.RetryAfter[a.JobName]; ok && !a.RetryAfterKnown {
+			if d.p.RecordRetryAfter == nil {
+				d.p.RecordRetryAfter = map[string]int64{}
 			}
-			p.RecordRetryAfter[a.JobName] = secs
+			d.p.RecordRetryAfter[a.JobName] = secs
 			a.RetryAfter, a.RetryAfterKnown = time.Duration(secs)*time.Second, true
 		}
 	}
+}
 
-	// 4. Each run's next step, and which new runs start (or replace).
-	steps := retry.Steps(task, rs, now)
-	known := knownRuns(task, rs)
-	for _, q := range pending {
-		known[q.RunID] = true
-	}
-	for _, d := range p.Dropped {
-		known[d.Queued.RunID] = true // ended this pass, never to start again
-	}
-	p.Schedule = scheduler.PlanRuns(scheduler.Input{
-		Task: task, Known: known, Runs: append(runStates(rs, steps), pendingStates(pending)...), ConsumedTokens: consumedTokens(rs),
-		Schedule: schedule, Now: now,
-	})
-	p.RunNowToken = p.Schedule.RunNowToken
-	if p.RunNowToken == "" {
-		p.RunNowToken = task.Status.LastRunNowToken
-	}
-	var replaced []Dropped
-	pending, replaced = dropPending(pending, func(id string) (bool, Dropped) {
-		return contains(p.Schedule.Replace, id), Dropped{Result: v1alpha1.RunResultStopped, Reason: v1alpha1.AttemptReplaced, Message: "replaced while queued: " + replacedMessage}
-	})
-	p.Dropped = append(p.Dropped, replaced...)
-	for _, id := range p.Schedule.Replace {
-		if run := runs.Find(rs, id); run != nil {
-			a := run.Latest()
-			p.Stop = append(p.Stop, Stop{RunID: id, Attempt: a.Number, Reason: v1alpha1.AttemptReplaced, Message: replacedMessage})
-			a.Stop(v1alpha1.AttemptReplaced, replacedMessage, stamp)
-		}
-	}
-	for _, run := range rs {
-		if step := steps[run.ID]; step.Kind == retry.StartAttempt && !contains(p.Schedule.Replace, run.ID) {
-			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled})
-		}
-	}
-	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
-	for _, q := range pending {
-		if suspended {
-			// Keeps its place (and the time it first waited) but asks for
-			// no admission until the Task is resumed.
-			continue
-		}
-		var at *time.Time
-		if q.ScheduledTime != nil {
-			at = &q.ScheduledTime.Time
-		}
-		p.Start = append(p.Start, Start{RunID: q.RunID, Attempt: q.Attempt, Scheduled: at})
-	}
-	for _, nr := range p.Schedule.Start {
-		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled})
-	}
-	// A queued Task's starts wait for admission (queue.go).
-	var overflow []v1alpha1.QueuedAttempt
-	p.Start, p.Queued, overflow = gate(task, in.Queue, p.Start, now)
-	p.QueuedMissed = append(p.QueuedMissed, overflow...)
-	if suspended {
-		p.Queued = append(pending, p.Queued...)
-	}
-	for _, s := range p.Start {
-		rs = runs.AddAttempt(rs, s.RunID, s.Scheduled, runs.Attempt{
-			Number: s.Attempt, JobName: jobs.Name(task, s.RunID, s.Attempt), Phase: runs.Active,
-			Created: now, Generation: task.Generation,
-		})
-	}
-
-	// 5. From the runs as the pass leaves them: retries to wait for, the
-	// next slot, the history limits, the TTL.
-	steps = retry.Steps(task, rs, now)
+// afterwards is stage 5, from the runs as the pass leaves them: retries to
+// wait for, the next slot, the history limits, the TTL.
+func (d *decision) afterwards() {
+	task, now, p := d.task, d.now, &d.p
+	steps := retry.Steps(task, d.rs, now)
 	for _, s := range steps {
 		if s.Kind == retry.WaitForRetry {
-			wake.add(s.At)
+			d.wake.add(s.At)
 		}
 	}
 	if p.Schedule.Slots != nil {
-		wake.add(p.Schedule.Slots.Next)
+		d.wake.add(p.Schedule.Slots.Next)
 	}
-	kept, prune, again := pruneRuns(task, rs, steps)
+	kept, prune, again := pruneRuns(task, d.rs, steps)
 	p.Prune = prune
 	if again {
-		wake.add(now.Add(pruneDelay))
+		d.wake.add(now.Add(pruneDelay))
 	}
 	if at, ok := expiresAt(task, kept, steps, p.Schedule); ok && len(p.Queued) == 0 {
 		if !now.Before(at) {
 			p.Expire = true
 		} else {
-			wake.add(at)
+			d.wake.add(at)
 		}
 	}
-	p.Wake = wake.t
-	return p
 }
 
 // PolicyCheck is the result of the operator's own check of a Task's spec
-// against its namespace: Refused, when set, is why the spec may not run
-// there (InvalidSpec).
+// against its cluster and namespace: Refused, when set, is why the spec may
+// not run there (InvalidSpec).
 type PolicyCheck struct {
 	Refused *status.Problem
 }
 
 // PolicyRecheck is how often a Task the policy refuses is checked again: a
-// namespace opting in is not watched.
+// namespace opting in (or Kueue being installed) is not watched.
 const PolicyRecheck = 5 * time.Minute
 
 // RecordLater reports whether the status write (and the events compared

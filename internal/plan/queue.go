@@ -49,6 +49,14 @@ type Dropped struct {
 	Message string
 }
 
+// takePending reads the queued new runs the status remembers; a cron slot
+// queued past its starting deadline is skipped (counted as missed).
+func (d *decision) takePending() {
+	pending, missed, deadline := pastDeadline(d.task, pendingRuns(d.task, d.rs), d.now)
+	d.pending, d.p.QueuedMissed = pending, missed
+	d.wake.add(deadline)
+}
+
 // pendingRuns are the new runs the status remembers as queued and that
 // have no Job yet. A queued retry is not among them: its run has Jobs, so
 // the retry planner finds it again each pass. A queued new run has nothing

@@ -1,0 +1,85 @@
+package plan
+
+import (
+	"time"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/retry"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/scheduler"
+)
+
+// planRuns is stage 4: each run's next step, which new runs start (or
+// replace the active ones), and, for a queued Task, which of the starts
+// its queue admitted. The starts are simulated on the runs, so stage 5
+// sees them.
+func (d *decision) planRuns(schedule *scheduler.Schedule) {
+	task, now, p := d.task, d.now, &d.p
+	steps := retry.Steps(task, d.rs, now)
+	known := knownRuns(task, d.rs)
+	for _, q := range d.pending {
+		known[q.RunID] = true
+	}
+	for _, dr := range p.Dropped {
+		known[dr.Queued.RunID] = true // ended this pass, never to start again
+	}
+	p.Schedule = scheduler.PlanRuns(scheduler.Input{
+		Task: task, Known: known, Runs: append(runStates(d.rs, steps), pendingStates(d.pending)...), ConsumedTokens: consumedTokens(d.rs),
+		Schedule: schedule, Now: now,
+	})
+	p.RunNowToken = p.Schedule.RunNowToken
+	if p.RunNowToken == "" {
+		p.RunNowToken = task.Status.LastRunNowToken
+	}
+
+	// Replace stops the active runs, queued ones included.
+	var replaced []Dropped
+	d.pending, replaced = dropPending(d.pending, func(id string) (bool, Dropped) {
+		return contains(p.Schedule.Replace, id), Dropped{Result: v1alpha1.RunResultStopped, Reason: v1alpha1.AttemptReplaced, Message: "replaced while queued: " + replacedMessage}
+	})
+	p.Dropped = append(p.Dropped, replaced...)
+	for _, id := range p.Schedule.Replace {
+		if run := runs.Find(d.rs, id); run != nil {
+			d.stop(id, run.Latest(), v1alpha1.AttemptReplaced, replacedMessage)
+		}
+	}
+
+	// The starts, oldest run first: next attempts of existing runs, the
+	// queued new runs, then the scheduler's new runs.
+	for _, run := range d.rs {
+		if step := steps[run.ID]; step.Kind == retry.StartAttempt && !contains(p.Schedule.Replace, run.ID) {
+			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled})
+		}
+	}
+	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
+	for _, q := range d.pending {
+		if suspended {
+			// Keeps its place (and the time it first waited) but asks for
+			// no admission until the Task is resumed.
+			continue
+		}
+		var at *time.Time
+		if q.ScheduledTime != nil {
+			at = &q.ScheduledTime.Time
+		}
+		p.Start = append(p.Start, Start{RunID: q.RunID, Attempt: q.Attempt, Scheduled: at})
+	}
+	for _, nr := range p.Schedule.Start {
+		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled})
+	}
+
+	// A queued Task's starts wait for admission (queue.go).
+	var overflow []v1alpha1.QueuedAttempt
+	p.Start, p.Queued, overflow = gate(task, d.in.Queue, p.Start, now)
+	p.QueuedMissed = append(p.QueuedMissed, overflow...)
+	if suspended {
+		p.Queued = append(d.pending, p.Queued...)
+	}
+	for _, s := range p.Start {
+		d.rs = runs.AddAttempt(d.rs, s.RunID, s.Scheduled, runs.Attempt{
+			Number: s.Attempt, JobName: jobs.Name(task, s.RunID, s.Attempt), Phase: runs.Active,
+			Created: now, Generation: task.Generation,
+		})
+	}
+}
