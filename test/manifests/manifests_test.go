@@ -230,8 +230,12 @@ func TestRenderedNames(t *testing.T) {
 	want := []struct{ kind, ns, name string }{
 		{"Namespace", "", namespace},
 		{"CustomResourceDefinition", "", "tasks.batch.taskops.io"},
+		{"CustomResourceDefinition", "", "taskqueues.batch.taskops.io"},
 		{"ServiceAccount", namespace, serviceAccount},
 		{"ClusterRole", "", generatedRoleName},
+		{"ClusterRole", "", "task-operator-task-viewer"},
+		{"ClusterRole", "", "task-operator-task-editor"},
+		{"ClusterRole", "", "task-operator-taskqueue-admin"},
 		{"Role", namespace, generatedRoleName},
 		{"ClusterRoleBinding", "", "task-operator-manager"},
 		{"RoleBinding", namespace, "task-operator-manager"},
@@ -632,11 +636,35 @@ func TestServiceAccountIsBound(t *testing.T) {
 		}
 		check("RoleBinding "+b.Namespace+"/"+b.Name, b.RoleRef, b.Subjects, ns)
 	}
+	people := 0
 	for _, u := range slices.Concat(ofKind(objs, "ClusterRole"), ofKind(objs, "Role")) {
+		if forPeople(u.GetLabels()) {
+			// The roles people bind (README, "Who can do what"): never the
+			// manager's, bound through the built-in roles they aggregate into.
+			people++
+			if bound[u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName()] {
+				t.Errorf("%s %s is for people, but the manager is bound to it", u.GetKind(), u.GetName())
+			}
+			continue
+		}
 		if key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName(); !bound[key] {
 			t.Errorf("%s is not bound to the manager", key)
 		}
 	}
+	if people != 3 {
+		t.Errorf("%d ClusterRoles for people rendered, want 3 (task viewer, task editor, taskqueue admin)", people)
+	}
+}
+
+// forPeople reports whether a role is aggregated into the built-in view,
+// edit or admin roles: one for people, not for the manager.
+func forPeople(labels map[string]string) bool {
+	for _, k := range []string{"rbac.authorization.k8s.io/aggregate-to-view", "rbac.authorization.k8s.io/aggregate-to-edit", "rbac.authorization.k8s.io/aggregate-to-admin"} {
+		if labels[k] == "true" {
+			return true
+		}
+	}
+	return false
 }
 
 func TestMetricsService(t *testing.T) {
