@@ -161,6 +161,9 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 		fakeClock.Step(time.Second)
 	}
 	waitQueue(t, q, "3 running, 2 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Running == 3 && q.Status.Queued == 2 })
+	for _, task := range tasks[:3] {
+		waitJobs(t, task, 1) // a place is held from admission; its Job follows
+	}
 
 	lowered := getQueue(t, q)
 	lowered.Spec.MaxRunning = 1
