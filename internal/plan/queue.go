@@ -11,6 +11,7 @@ import (
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
+	"github.com/taskops/task-operator/internal/status"
 )
 
 // MaxQueued is how many places in its queue's line one Task may hold
@@ -140,7 +141,10 @@ func gate(task *v1alpha1.Task, q *Queue, starts []Start, now time.Time) (admitte
 			admitted = append(admitted, s)
 			continue
 		}
-		w := v1alpha1.QueuedAttempt{RunID: s.RunID, Attempt: s.Attempt, JobName: name, ScheduledTime: timeOrNil(s.Scheduled)}
+		w := v1alpha1.QueuedAttempt{RunID: s.RunID, Attempt: s.Attempt, JobName: name}
+		if s.Scheduled != nil {
+			w.ScheduledTime = status.Time(*s.Scheduled) // a slot: whole seconds
+		}
 		if t, ok := since[name]; ok {
 			w.Since = t
 		} else {
@@ -189,12 +193,4 @@ func (q *Queue) Problem() (v1alpha1.Reason, string) {
 		return v1alpha1.ReasonQueueSuspended, fmt.Sprintf("TaskQueue %q is suspended", q.Name)
 	}
 	return "", ""
-}
-
-func timeOrNil(t *time.Time) *metav1.Time {
-	if t == nil {
-		return nil
-	}
-	mt := metav1.NewTime(*t)
-	return &mt
 }
