@@ -54,12 +54,17 @@ func noKueue(task *v1alpha1.Task) *status.Problem {
 		v1alpha1.LabelKueueQueueName, task.Labels[v1alpha1.LabelKueueQueueName], workloadGVK.GroupVersion())}
 }
 
-// workloadOf finds the Kueue Workload of a Job (nil when Kueue has not
-// made one yet).
-func (p *pass) workloadOf(ctx context.Context, job types.UID) (*unstructured.Unstructured, error) {
+// workloadOf finds the Kueue Workload of an attempt's Job, by the Job's
+// UID (the cached Job has it): nil when the Job is gone or Kueue has not
+// made one yet.
+func (p *pass) workloadOf(ctx context.Context, jobName string) (*unstructured.Unstructured, error) {
+	job := &batchv1.Job{}
+	if err := p.r.Client.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: jobName}, job); err != nil {
+		return nil, ctrl.IgnoreNotFound(err)
+	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(workloadGVK.GroupVersion().WithKind("WorkloadList"))
-	if err := p.r.APIReader.List(ctx, list, ctrl.InNamespace(p.task.Namespace), ctrl.MatchingLabels{kueueJobUIDLabel: string(job)}); err != nil {
+	if err := p.r.APIReader.List(ctx, list, ctrl.InNamespace(p.task.Namespace), ctrl.MatchingLabels{kueueJobUIDLabel: string(job.UID)}); err != nil {
 		return nil, err
 	}
 	if len(list.Items) == 0 {
@@ -72,11 +77,7 @@ func (p *pass) workloadOf(ctx context.Context, job types.UID) (*unstructured.Uns
 // condition message while it has none ("couldn't assign flavors ...:
 // insufficient unused quota ..."), or that it is pending.
 func (p *pass) heldByKueue(ctx context.Context, jobName string) (string, error) {
-	job := &batchv1.Job{}
-	if err := p.r.Client.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: jobName}, job); err != nil {
-		return "", ctrl.IgnoreNotFound(err)
-	}
-	wl, err := p.workloadOf(ctx, job.UID)
+	wl, err := p.workloadOf(ctx, jobName)
 	if err != nil || wl == nil {
 		return "held by Kueue: no Workload yet", err
 	}
@@ -98,11 +99,7 @@ func (p *pass) heldByKueue(ctx context.Context, jobName string) (string, error) 
 // spec.active to false, which keeps the Job suspended and releases its
 // quota. Its record (the Job) stays.
 func (p *pass) deactivateWorkload(ctx context.Context, jobName string) error {
-	job := &batchv1.Job{}
-	if err := p.r.Client.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: jobName}, job); err != nil {
-		return ctrl.IgnoreNotFound(err)
-	}
-	wl, err := p.workloadOf(ctx, job.UID)
+	wl, err := p.workloadOf(ctx, jobName)
 	if err != nil || wl == nil {
 		return err
 	}

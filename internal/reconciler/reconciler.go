@@ -89,9 +89,11 @@ func standDown(ctx context.Context) (reconcile.Result, error) {
 }
 
 // leaseHeld reports whether this replica may write as the leader.
-func (r *TaskReconciler) leaseHeld() bool {
-	return r.Lease == nil || r.Lease.Held()
-}
+func (r *TaskReconciler) leaseHeld() bool { return leaseHeld(r.Lease) }
+
+// leaseHeld reports whether a replica with lease l (nil: no leader
+// election) may write as the leader.
+func leaseHeld(l LeaseHolder) bool { return l == nil || l.Held() }
 
 // +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks/status,verbs=get;patch

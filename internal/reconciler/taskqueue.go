@@ -105,7 +105,7 @@ func (q *queueRecords) admitted(tq *v1alpha1.TaskQueue) []string {
 // optimistic locking: the write is what takes a place, so a pass that lost
 // a race takes none and runs again from the winner's record.
 func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if r.Lease != nil && !r.Lease.Held() {
+	if !leaseHeld(r.Lease) {
 		return standDown(ctx)
 	}
 	tq := &v1alpha1.TaskQueue{}
@@ -127,7 +127,7 @@ func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	st.ObservedGeneration = tq.Generation
 	setQueueReady(tq, r.Clock.Now())
 	if !equality.Semantic.DeepEqual(*old, *st) {
-		if r.Lease != nil && !r.Lease.Held() {
+		if !leaseHeld(r.Lease) {
 			return standDown(ctx)
 		}
 		base := tq.DeepCopy()
@@ -229,10 +229,10 @@ func setQueueReady(tq *v1alpha1.TaskQueue, now time.Time) {
 	meta.SetStatusCondition(&tq.Status.Conditions, c)
 }
 
-// queuedJobNames are the Job names a Task waits for (its status.queued).
-func queuedJobNames(t *v1alpha1.Task) []string {
-	out := make([]string, 0, len(t.Status.Queued))
-	for _, q := range t.Status.Queued {
+// queuedJobNames are the Job names of a Task's status.queued, sorted.
+func queuedJobNames(queued []v1alpha1.QueuedAttempt) []string {
+	out := make([]string, 0, len(queued))
+	for _, q := range queued {
 		out = append(out, q.JobName)
 	}
 	slices.Sort(out)

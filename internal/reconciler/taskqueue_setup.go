@@ -44,7 +44,7 @@ func IndexQueues(ctx context.Context, indexer client.FieldIndexer) error {
 		return err
 	}
 	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, queuedJobIndex, func(o client.Object) []string {
-		return queuedJobNames(o.(*v1alpha1.Task))
+		return queuedJobNames(o.(*v1alpha1.Task).Status.Queued)
 	}); err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ const queueWakeBuffer = 1024
 // process changed what a Task waits for: under a burst the cache (and so
 // the Task watch) lags by seconds.
 func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus) {
-	if r.queueWake == nil || task.Spec.QueueName == "" || slices.Equal(queuedJobNames(task), queuedNames(old)) {
+	if r.queueWake == nil || task.Spec.QueueName == "" || slices.Equal(queuedJobNames(task.Status.Queued), queuedJobNames(old.Queued)) {
 		return
 	}
 	tq := &v1alpha1.TaskQueue{}
@@ -74,10 +74,6 @@ func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus
 	case r.queueWake <- event.TypedGenericEvent[*v1alpha1.TaskQueue]{Object: tq}:
 	default:
 	}
-}
-
-func queuedNames(st *v1alpha1.TaskStatus) []string {
-	return queuedJobNames(&v1alpha1.Task{Status: *st})
 }
 
 // setupQueues registers the queue controller, next to the Task controller
@@ -115,7 +111,7 @@ func (taskToQueue) Update(_ context.Context, e event.UpdateEvent, q workqueue.Ty
 	if o.Spec.QueueName == n.Spec.QueueName && o.Spec.Priority == n.Spec.Priority &&
 		ptr.Deref(o.Spec.Suspend, false) == ptr.Deref(n.Spec.Suspend, false) &&
 		o.DeletionTimestamp.IsZero() == n.DeletionTimestamp.IsZero() &&
-		slices.Equal(queuedJobNames(o), queuedJobNames(n)) {
+		slices.Equal(queuedJobNames(o.Status.Queued), queuedJobNames(n.Status.Queued)) {
 		return
 	}
 	addQueue(q, o.Namespace, o.Spec.QueueName)
