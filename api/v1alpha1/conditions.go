@@ -60,6 +60,9 @@ const (
 	ReasonNotFailed Reason = "NotFailed"
 	// ReasonIdle is the reason of Reconciling=False.
 	ReasonIdle Reason = "Idle"
+	// ReasonTooManyFailures: a cron Task starts no further slot after
+	// spec.suspendAfterFailures consecutive failed runs.
+	ReasonTooManyFailures Reason = "TooManyFailures"
 )
 
 // Reasons an attempt ends in failure. They appear in lastError, in history
@@ -115,4 +118,11 @@ const (
 	// EventQueuedSlotMissed: a cron slot was still queued
 	// startingDeadlineSeconds after it, so it was skipped (counted missed).
 	EventQueuedSlotMissed Reason = "QueuedSlotMissed"
+	// EventNotificationSent: every webhook of a run's notification accepted
+	// it; EventNotificationFailed: one did not (the run's result stands).
+	EventNotificationSent   Reason = "NotificationSent"
+	EventNotificationFailed Reason = "NotificationFailed"
+	// EventTooManyFailures: spec.suspendAfterFailures consecutive runs
+	// failed, so the cron Task starts no further slot.
+	EventTooManyFailures Reason = "TooManyFailures"
 )

@@ -20,6 +20,10 @@ const (
 	// Kueue admits them under its quotas. Kueue's own label names.
 	LabelKueueQueueName     = "kueue.x-k8s.io/queue-name"
 	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
+	// LabelNotification marks a notification Job (spec.notify); its value
+	// is the run id the Job tells about. Notification Jobs carry no attempt
+	// label: they are no attempt of any run.
+	LabelNotification = "batch.taskops.io/notification"
 	// LabelManagedBy marks every object the operator creates.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy.

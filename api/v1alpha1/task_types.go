@@ -43,6 +43,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="spec.volumeMounts must name volumes of spec.volumes"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.suspendAfterFailures)",message="spec.suspendAfterFailures is only allowed with spec.schedule"
 type TaskSpec struct {
 	// Type of work: `shell` runs spec.shell in spec.image; `http` makes the
 	// request described by spec.url and spec.http. Immutable.
@@ -315,6 +316,84 @@ type TaskSpec struct {
 	// Security Standard.
 	// +optional
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
+
+	// Notify tells people how runs end: each entry sends a webhook when a
+	// run ends in one of its outcomes. The request is made by a
+	// notification Job running the runner image (the operator never reads
+	// Secret values); a failed notification never changes the run's
+	// result.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4
+	Notify []Notification `json:"notify,omitempty"`
+
+	// SuspendAfterFailures: after this many consecutive failed runs a cron
+	// Task starts no further slot (phase Suspended, Ready False
+	// TooManyFailures). A successful run-now run or a spec change resumes
+	// it. Only for cron Tasks.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SuspendAfterFailures *int32 `json:"suspendAfterFailures,omitempty"`
+}
+
+// NotifyOn is a run outcome a notification is sent for.
+// +kubebuilder:validation:Enum=Failed;Succeeded;Recovered
+type NotifyOn string
+
+const (
+	// NotifyOnFailed: the run failed for good (its retries are spent, or it
+	// cannot be retried).
+	NotifyOnFailed NotifyOn = "Failed"
+	// NotifyOnSucceeded: the run succeeded (a recovery too).
+	NotifyOnSucceeded NotifyOn = "Succeeded"
+	// NotifyOnRecovered: the run succeeded and the run that finished before
+	// it had failed.
+	NotifyOnRecovered NotifyOn = "Recovered"
+)
+
+// NotifyFormat is the body a notification sends.
+// +kubebuilder:validation:Enum=json;slack
+type NotifyFormat string
+
+const (
+	// NotifyFormatJSON posts the outcome document (docs/notifications.md).
+	NotifyFormatJSON NotifyFormat = "json"
+	// NotifyFormatSlack posts a Slack-compatible message: {"text": "..."}.
+	NotifyFormatSlack NotifyFormat = "slack"
+)
+
+// Notification is one webhook told about run outcomes.
+// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.urlFrom)",message="a notification needs exactly one of url or urlFrom"
+type Notification struct {
+	// On lists the outcomes this webhook is told about.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	On []NotifyOn `json:"on"`
+
+	// URL is the webhook, an absolute http:// or https:// URL.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="spec.notify[].url must be an absolute http:// or https:// URL with a host"
+	URL string `json:"url,omitempty"`
+
+	// URLFrom takes the webhook URL from a Secret key (a Slack webhook URL
+	// is a credential); it is never printed.
+	// +optional
+	URLFrom *HeaderValueSource `json:"urlFrom,omitempty"`
+
+	// Headers sent with the request, as in spec.http.headers.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Headers []HTTPHeader `json:"headers,omitempty"`
+
+	// Format of the body: json (the outcome document, default) or slack.
+	// +optional
+	// +kubebuilder:default=json
+	Format NotifyFormat `json:"format,omitempty"`
 }
 
 // LocalObjectReference names an object in the Task's namespace.
@@ -791,6 +870,12 @@ type TaskStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	AttemptRecords []AttemptRecord `json:"attemptRecords,omitempty"`
 
+	// ConsecutiveFailures counts the runs that failed in a row since the
+	// last successful run or the last spec change (a new generation):
+	// what spec.suspendAfterFailures is compared with.
+	// +optional
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+
 	// Queued lists the attempts waiting for admission by spec.queueName,
 	// oldest first. A Task holds at most this many places in the line.
 	// +optional
@@ -849,7 +934,29 @@ type RunRecord struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+
+	// Notification says where the run's notification (spec.notify) stands:
+	// Pending while its notification Job runs, then Sent or Failed. Empty:
+	// no notification is due for the run.
+	// +optional
+	Notification NotificationState `json:"notification,omitempty"`
 }
+
+// NotificationState is where a run's notification stands.
+// +kubebuilder:validation:Enum=Pending;Sent;Failed
+type NotificationState string
+
+const (
+	// NotificationPending: the notification Job was created and has not
+	// finished.
+	NotificationPending NotificationState = "Pending"
+	// NotificationSent: every webhook of the run's notification accepted
+	// it.
+	NotificationSent NotificationState = "Sent"
+	// NotificationFailed: a webhook refused it or could not be reached in
+	// 3 attempts (or the notification Job was deleted before it finished).
+	NotificationFailed NotificationState = "Failed"
+)
 
 // Task runs a shell command or an HTTP call as Kubernetes Jobs, with
 // retries, an optional cron schedule and a status CI can wait on.

@@ -1,7 +1,9 @@
-// Command task-runner runs the work of a Task inside its Job's pod. Today it
-// has one subcommand, `http`, which makes the request of an http Task (see
-// docs/http-tasks.md). The logic lives in internal/httprunner so it can be
-// tested without a process.
+// Command task-runner runs the work of a Task inside its Job's pod. It has
+// two subcommands: `http` makes the request of an http Task (see
+// docs/http-tasks.md), and `notify` sends a run's notification from a
+// notification Job (docs/notifications.md). The logic lives in
+// internal/httprunner and internal/notify so it can be tested without a
+// process.
 package main
 
 import (
@@ -12,9 +14,10 @@ import (
 	"syscall"
 
 	"github.com/taskops/task-operator/internal/httprunner"
+	"github.com/taskops/task-operator/internal/notify"
 )
 
-const usage = `usage: task-runner http
+const usage = `usage: task-runner http | task-runner notify
 
 Makes the one HTTP request described by the TASK_HTTP_* environment
 variables (set by task-operator from the Task's spec.url and spec.http),
@@ -22,9 +25,19 @@ prints a summary and exits with a code saying what happened:
 0 success, 1 unexpected status, 2 bad request definition (not retried),
 3 timeout, 4 connection error, 5 TLS error, 6 too many redirects,
 7 other request failure, 8 interrupted.
+
+task-runner notify posts the run outcome in TASK_NOTIFY_DOCUMENT to the
+webhooks TASK_NOTIFY_TARGETS lists, each tried at most 3 times: exit 0
+when every webhook accepted it, 1 when one did not, 2 for a bad definition.
 `
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "notify" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		code := notify.Sender{}.Run(ctx, os.Getenv, os.Stdout)
+		stop()
+		os.Exit(code)
+	}
 	if len(os.Args) != 2 || os.Args[1] != "http" {
 		fmt.Fprint(os.Stderr, usage)
 		// Also leave a termination message: a Job started with a wrong

@@ -76,6 +76,9 @@ type Request struct {
 	// Timeout bounds the whole exchange: connecting, redirects, response
 	// headers and reading the body excerpt.
 	Timeout time.Duration
+	// SensitiveURL: the URL came from a Secret (a Slack webhook URL is a
+	// credential), so only its scheme and host are ever printed.
+	SensitiveURL bool
 }
 
 // Header is one request header, in the order given.

@@ -120,6 +120,15 @@ func (r *redactor) Excerpt(b []byte, truncated bool) []byte {
 	return []byte(s)
 }
 
+// displayURL is the request's URL as printed: DisplayURL, or for a URL
+// from a Secret only its scheme and host.
+func (r Request) displayURL() string {
+	if r.SensitiveURL && r.URL != nil {
+		return r.URL.Scheme + "://" + r.URL.Host + "/" + Mask
+	}
+	return DisplayURL(r.URL)
+}
+
 // DisplayURL is u as the runner prints it: without userinfo (a password) and
 // fragment, with every query value replaced by Mask but the parameter names
 // kept (`?token=***&page=***`), so the user recognises the endpoint without

@@ -93,6 +93,15 @@ func (r Request) secrets() []string {
 	if r.URL == nil {
 		return s
 	}
+	if r.SensitiveURL {
+		s = append(s, r.RawURL)
+		if len(r.URL.Path) > 1 {
+			s = append(s, r.URL.Path, strings.TrimPrefix(r.URL.Path, "/"))
+		}
+		if r.URL.RawQuery != "" {
+			s = append(s, r.URL.RawQuery)
+		}
+	}
 	if r.URL.User != nil {
 		if p, ok := r.URL.User.Password(); ok {
 			s = append(s, p)
@@ -119,7 +128,7 @@ func Do(ctx context.Context, client *http.Client, req Request) Result {
 	red := newRedactor(req.secrets())
 	res := Result{
 		Method:        req.Method,
-		URL:           DisplayURL(req.URL),
+		URL:           req.displayURL(),
 		Expected:      req.successDescription(),
 		ContentLength: -1,
 		redact:        red,
@@ -173,7 +182,7 @@ func Do(ctx context.Context, client *http.Client, req Request) Result {
 	}
 	defer resp.Body.Close() // closing early aborts the rest of a big body: nothing is drained
 	res.setResponse(resp)
-	if res.Redirects > 0 && resp.Request != nil {
+	if res.Redirects > 0 && resp.Request != nil && !req.SensitiveURL {
 		res.FinalURL = DisplayURL(resp.Request.URL)
 	}
 

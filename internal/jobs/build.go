@@ -521,9 +521,15 @@ func httpEnv(task *v1alpha1.Task) []corev1.EnvVar {
 // order). A Secret-backed value is a secretKeyRef the kubelet resolves, and
 // is flagged SENSITIVE so the runner masks it in everything it prints.
 func headerEnv(headers []v1alpha1.HTTPHeader) []corev1.EnvVar {
+	return headerEnvWith(EnvHTTPHeaderPrefix, headers)
+}
+
+// headerEnvWith is headerEnv with the variables named <start><i>_NAME,
+// _VALUE and _SENSITIVE (a notification target's headers).
+func headerEnvWith(start string, headers []v1alpha1.HTTPHeader) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	for i, h := range headers {
-		prefix := EnvHTTPHeaderPrefix + strconv.Itoa(i) + "_"
+		prefix := start + strconv.Itoa(i) + "_"
 		value := corev1.EnvVar{Name: prefix + "VALUE"}
 		sensitive := false
 		switch {

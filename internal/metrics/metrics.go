@@ -55,13 +55,29 @@ var (
 		Namespace: namespace, Name: "queued_slots_missed_total",
 		Help: "Cron slots skipped because their run waited in its TaskQueue past startingDeadlineSeconds.",
 	})
+
+	// NotificationsTotal counts run notifications (spec.notify) by result.
+	NotificationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "notifications_total",
+		Help: "Run notifications (spec.notify) whose Job finished, by result: sent, failed.",
+	}, []string{"result"})
 )
+
+// Collectors are the operator's own metrics; reader (the manager's cache)
+// serves the gauges computed at scrape time.
+func Collectors(reader client.Reader) []prometheus.Collector {
+	cs := []prometheus.Collector{RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled, QueuedSlotsMissed,
+		NotificationsTotal, &phaseCollector{reader: reader}, &queueCollector{reader: reader}}
+	for _, v := range taskVecs() {
+		cs = append(cs, v)
+	}
+	return cs
+}
 
 // Register adds the metrics to controller-runtime's registry; reader (the
 // manager's cache) serves the Tasks-by-phase gauge at scrape time.
 func Register(reader client.Reader) {
-	ctrlmetrics.Registry.MustRegister(RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled, QueuedSlotsMissed,
-		&phaseCollector{reader: reader})
+	ctrlmetrics.Registry.MustRegister(Collectors(reader)...)
 }
 
 // RunFinished records a run that finished.

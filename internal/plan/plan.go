@@ -26,6 +26,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
@@ -74,7 +75,10 @@ type Input struct {
 	// namespace (the --service-accounts-opt-in flag): nil when there is
 	// nothing to check.
 	Policy *PolicyCheck
-	Now    time.Time
+	// Notifications are the Task's notification Jobs, by run id: pruned
+	// with their run once their outcome is recorded.
+	Notifications map[string]notify.Job
+	Now           time.Time
 }
 
 // Stop is an attempt to stop: its Job is annotated with the reason and, if
@@ -237,12 +241,12 @@ func (d *decision) afterwards() {
 	if p.Schedule.Slots != nil {
 		d.wake.add(p.Schedule.Slots.Next)
 	}
-	kept, prune, again := pruneRuns(task, d.rs, steps)
+	kept, prune, again := pruneRuns(task, d.rs, steps, d.in.Notifications)
 	p.Prune = prune
 	if again {
 		d.wake.add(now.Add(pruneDelay))
 	}
-	if at, ok := expiresAt(task, kept, steps, p.Schedule); ok && len(p.Queued) == 0 {
+	if at, ok := expiresAt(task, kept, steps, p.Schedule); ok && len(p.Queued) == 0 && !notifying(task, d.in.Notifications) {
 		if !now.Before(at) {
 			p.Expire = true
 		} else {

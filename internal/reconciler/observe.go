@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
@@ -25,7 +26,8 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		return plan.Input{}, err
 	}
 	p.r.recent.seen(jobList)
-	in := plan.Input{Task: p.task, Now: p.now, Runs: runs.FromJobs(p.task.UID, jobList)}
+	in := plan.Input{Task: p.task, Now: p.now, Runs: runs.FromJobs(p.task.UID, jobList),
+		Notifications: notify.FromJobs(p.task.UID, jobList)}
 	if err := p.findMissingAttempts(ctx, &in); err != nil {
 		return in, err
 	}
@@ -83,6 +85,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		return in, err
 	}
 	p.runs = in.Runs
+	p.notifications = in.Notifications
 	return in, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/status"
@@ -35,6 +36,11 @@ type pass struct {
 	outputs map[string]status.Output
 	// pods holds the pods this pass read, by Job name (attemptPods).
 	pods map[string][]corev1.Pod
+	// notifications are the Task's notification Jobs, by run id.
+	notifications map[string]notify.Job
+	// refusedNotes says, by run id, why the API server refused a
+	// notification Job.
+	refusedNotes map[string]string
 }
 
 // problem is why the spec cannot be acted on, if it cannot.
@@ -51,7 +57,7 @@ func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Now: p.now,
-		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName,
+		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName, Notifications: p.notifications,
 	}
 	in.QueueReason, in.QueueMessage = p.plan.Queue.Problem()
 	for _, d := range p.plan.Dropped {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/plan"
 )
 
@@ -110,6 +111,9 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	task := &v1alpha1.Task{}
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetTask(req.Namespace, req.Name) // its per-Task series go with it
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	task = r.written.latest(task)
@@ -204,6 +208,15 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if err := r.addFinalizer(ctx, task); err != nil {
 		r.written.forget(task.UID)
 		return onConflict(ctx, err)
+	}
+	// The notification Jobs of runs this status ends (notify.go): created
+	// before the status that records them, so a crash in between leaves
+	// the Job, which the next pass finds by its name.
+	if err := p.sendNotifications(ctx); err != nil {
+		if errors.Is(err, errLeaseLapsed) {
+			return standDown(ctx)
+		}
+		return reconcile.Result{}, err
 	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		r.written.forget(task.UID)

@@ -84,6 +84,13 @@ func (p *pass) reportTransitions() {
 		p.slotEvents(s)
 	}
 	p.queueEvents()
+	p.notificationEvents()
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == string(v1alpha1.ReasonTooManyFailures) {
+		if o := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionReady); o == nil || o.Reason != c.Reason {
+			r.event(task, nil, eventWarning, v1alpha1.EventTooManyFailures, "Suspend", c.Message)
+		}
+	}
+	metrics.ObserveTask(task)
 }
 
 // queueEvents reports attempts that started waiting in the queue's line,
@@ -122,6 +129,9 @@ func (p *pass) slotEvents(s *scheduler.Slots) {
 	case scheduler.SkipEdited:
 		r.event(task, nil, eventNormal, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: it fell due before the spec edit was seen, and an edit never starts a run", slot))
+	case scheduler.SkipTooManyFailures:
+		r.event(task, nil, eventNormal, v1alpha1.EventSlotSkipped, "Schedule",
+			fmt.Sprintf("slot %s skipped: %d consecutive runs failed (suspendAfterFailures)", slot, task.Status.ConsecutiveFailures))
 	case scheduler.SkipForbidden:
 		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: a run is still active (concurrencyPolicy: Forbid)", slot))

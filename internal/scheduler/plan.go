@@ -95,6 +95,9 @@ func planSlot(in Input, active []string, suspended bool, p *Plan) {
 	case slots.TooLate, suspended, specEditedSinceLastPass(in.Task):
 		p.SkippedSlot = SkipReason(slots.TooLate, suspended)
 		return
+	case streakStops(in.Task):
+		p.SkippedSlot = SkipTooManyFailures
+		return
 	}
 	switch policyOf(in.Task) {
 	case v1alpha1.ForbidConcurrent:
@@ -115,6 +118,9 @@ const (
 	SkipSuspended = "Suspended"
 	SkipEdited    = "SpecEdited"
 	SkipForbidden = "Forbidden"
+	// SkipTooManyFailures: spec.suspendAfterFailures consecutive runs
+	// failed.
+	SkipTooManyFailures = "TooManyFailures"
 )
 
 // SkipReason names why a slot was skipped before concurrency was looked at.
@@ -214,4 +220,19 @@ func policyOf(t *v1alpha1.Task) v1alpha1.ConcurrencyPolicy {
 		return v1alpha1.ForbidConcurrent
 	}
 	return t.Spec.ConcurrencyPolicy
+}
+
+// streakStops reports whether the stored status's failure streak stops
+// the Task's slots. A spec change resumes the Task: the status of the new
+// generation starts the count over (internal/status), and until it is
+// written the stored count is of an older spec.
+func streakStops(task *v1alpha1.Task) bool {
+	return task.Status.ObservedGeneration == task.Generation && TooManyFailures(&task.Spec, task.Status.ConsecutiveFailures)
+}
+
+// TooManyFailures reports whether a cron Task's failure streak stops its
+// slots: consecutive failed runs reached spec.suspendAfterFailures.
+func TooManyFailures(spec *v1alpha1.TaskSpec, consecutive int32) bool {
+	n := spec.SuspendAfterFailures
+	return spec.Schedule != nil && n != nil && consecutive >= *n
 }

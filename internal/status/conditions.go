@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/retry"
+	"github.com/taskops/task-operator/internal/scheduler"
 )
 
 // The contract's conditions table: which row a Task is in decides its phase
@@ -49,6 +50,9 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judge
 	v := judge(task, st, j)
 	if q, ok := judgeQueued(st, j); ok {
 		v = q
+	}
+	if f, ok := judgeStreak(task, st, j); ok && !suspended {
+		v = f
 	}
 
 	if suspended && j.problem == nil {
@@ -156,6 +160,23 @@ func judgeQueued(st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
 		message: fmt.Sprintf("run %s: attempt %d waits for admission by TaskQueue %q", w.RunID, w.Attempt, j.queue.name)}
 	if j.queue.reason != "" {
 		v.reason, v.message = j.queue.reason, fmt.Sprintf("run %s: attempt %d waits: %s", w.RunID, w.Attempt, j.queue.message)
+	}
+	return v, true
+}
+
+// judgeStreak is the TooManyFailures row: a cron Task whose failure streak
+// reached spec.suspendAfterFailures starts no further slot, which needs a
+// person (a successful run-now run or a spec change), so it is Stalled.
+// A run still in progress (Allow) shows the phase Running.
+func judgeStreak(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
+	if j.problem != nil || !scheduler.TooManyFailures(&task.Spec, st.ConsecutiveFailures) {
+		return verdict{}, false
+	}
+	v := verdict{phase: v1alpha1.PhaseSuspended, ready: metav1.ConditionFalse, reason: v1alpha1.ReasonTooManyFailures, failed: true,
+		message: fmt.Sprintf("%d consecutive runs failed (suspendAfterFailures: %d): no further slot starts until a run-now run succeeds or the spec changes",
+			st.ConsecutiveFailures, *task.Spec.SuspendAfterFailures)}
+	if len(st.Active) > 0 {
+		v.phase = v1alpha1.PhaseRunning
 	}
 	return v, true
 }

@@ -5,6 +5,8 @@
 //   - status.go: Compute, the fields of the newest run, lastError, and
 //     which pod outputs the status still lacks (OutputsToRead);
 //   - history.go: status.history, merged so it never moves backwards;
+//   - outcomes.go: what a newly finished run changes beyond its record:
+//     the failure streak and its notification;
 //   - attempts.go: status.attemptRecords, the newest run's attempts;
 //   - conditions.go: the contract's conditions table (phase, Ready, Failed,
 //     Reconciling, Stalled);
@@ -22,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
@@ -73,6 +76,8 @@ type Input struct {
 	QueueMessage string
 	// QueueName is spec.queueName as the pass saw it.
 	QueueName string
+	// Notifications are the Task's notification Jobs, by run id.
+	Notifications map[string]notify.Job
 	Now       time.Time
 }
 
@@ -94,6 +99,8 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	}
 	st.Queued = in.Queued
 	st.History = mergeHistory(withDropped(st.History, in.Dropped), rs, steps, in.Outputs)
+	countFailures(task, &st, &task.Status)
+	markNotifications(task, &st, in.Notifications)
 	st.Active = activeJobs(task.Namespace, rs)
 	prevRun := st.CurrentRun
 	setCurrentRun(&st, rs, steps)

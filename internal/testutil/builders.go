@@ -236,3 +236,15 @@ func Kstatus(task *v1alpha1.Task) (kstatus.Status, string, error) {
 	}
 	return res.Status, res.Message, nil
 }
+
+// Notify adds a spec.notify entry to url for the outcomes on.
+func Notify(url string, format v1alpha1.NotifyFormat, on ...v1alpha1.NotifyOn) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		t.Spec.Notify = append(t.Spec.Notify, v1alpha1.Notification{URL: url, Format: format, On: on})
+	}
+}
+
+// SuspendAfterFailures sets spec.suspendAfterFailures.
+func SuspendAfterFailures(n int32) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.SuspendAfterFailures = ptr.To(n) }
+}

@@ -1,0 +1,121 @@
+package notify
+
+import (
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
+)
+
+// Event is the outcome a finished run tells: Failed, Succeeded or
+// Recovered (a success whose previous finished run failed). ok is false
+// for a run that did not end in success or failure (still running,
+// stopped, cancelled): those are not told.
+func Event(rec v1alpha1.RunRecord, previous *v1alpha1.RunRecord) (v1alpha1.NotifyOn, bool) {
+	switch rec.Result {
+	case v1alpha1.RunResultFailed:
+		return v1alpha1.NotifyOnFailed, true
+	case v1alpha1.RunResultSucceeded:
+		if previous != nil && previous.Result == v1alpha1.RunResultFailed {
+			return v1alpha1.NotifyOnRecovered, true
+		}
+		return v1alpha1.NotifyOnSucceeded, true
+	}
+	return "", false
+}
+
+// Previous is the newest run before history[i] that ended in success or
+// failure (history is newest first), or nil: what Recovered is judged by.
+// Stopped and cancelled runs say nothing about the work and are passed
+// over.
+func Previous(history []v1alpha1.RunRecord, i int) *v1alpha1.RunRecord {
+	for j := i + 1; j < len(history); j++ {
+		if r := history[j].Result; r == v1alpha1.RunResultFailed || r == v1alpha1.RunResultSucceeded {
+			return &history[j]
+		}
+	}
+	return nil
+}
+
+// Targets are the indexes of the spec.notify entries told about ev. A
+// recovery is a success too: an entry that lists Succeeded hears of it
+// (as Recovered); one that lists only Recovered hears of nothing else.
+func Targets(entries []v1alpha1.Notification, ev v1alpha1.NotifyOn) []int {
+	var out []int
+	for i, n := range entries {
+		if slices.Contains(n.On, ev) || (ev == v1alpha1.NotifyOnRecovered && slices.Contains(n.On, v1alpha1.NotifyOnSucceeded)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Due are the runs whose notification Job a pass creates: those the new
+// status marks Pending that the stored status did not. A pass whose
+// status write is lost marks them again, and the Job's deterministic name
+// turns the second create into AlreadyExists: one Job per run outcome.
+func Due(old, updated []v1alpha1.RunRecord) []v1alpha1.RunRecord {
+	was := map[string]v1alpha1.NotificationState{}
+	for _, r := range old {
+		was[r.RunID] = r.Notification
+	}
+	var out []v1alpha1.RunRecord
+	for _, r := range updated {
+		if r.Notification == v1alpha1.NotificationPending && was[r.RunID] == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Job is what a notification Job of a Task says: the run it tells about
+// and, once finished, whether every webhook accepted it.
+type Job struct {
+	Name     string
+	RunID    string
+	Finished bool
+	Sent     bool
+}
+
+// FromJobs picks the notification Jobs (LabelNotification) among the Jobs
+// the Task with UID owner controls, by run id.
+func FromJobs(owner types.UID, jobs []batchv1.Job) map[string]Job {
+	out := map[string]Job{}
+	for i := range jobs {
+		job := &jobs[i]
+		id := job.Labels[v1alpha1.LabelNotification]
+		if id == "" || !runs.ControlledBy(job, owner) {
+			continue
+		}
+		n := Job{Name: job.Name, RunID: id}
+		for _, c := range job.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case batchv1.JobComplete:
+				n.Finished, n.Sent = true, true
+			case batchv1.JobFailed:
+				n.Finished = true
+			}
+		}
+		out[id] = n
+	}
+	return out
+}
+
+// Resolve is the state a Pending notification moves to once its Job is
+// seen finished; ok is false while it is not.
+func Resolve(j Job, seen bool) (v1alpha1.NotificationState, bool) {
+	switch {
+	case !seen || !j.Finished:
+		return v1alpha1.NotificationPending, false
+	case j.Sent:
+		return v1alpha1.NotificationSent, true
+	}
+	return v1alpha1.NotificationFailed, true
+}

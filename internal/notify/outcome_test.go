@@ -1,0 +1,103 @@
+package notify
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+func rec(id string, r v1alpha1.RunResult) v1alpha1.RunRecord {
+	return v1alpha1.RunRecord{RunID: id, Result: r}
+}
+
+func TestARunIsRecoveredOnlyWhenTheRunBeforeItFailed(t *testing.T) {
+	ok, failed := v1alpha1.RunResultSucceeded, v1alpha1.RunResultFailed
+	for _, tc := range []struct {
+		name    string
+		history []v1alpha1.RunRecord // newest first; [0] is the run told about
+		want    v1alpha1.NotifyOn
+		told    bool
+	}{
+		{"a first success is Succeeded", []v1alpha1.RunRecord{rec("s3", ok)}, v1alpha1.NotifyOnSucceeded, true},
+		{"a success after a success is Succeeded", []v1alpha1.RunRecord{rec("s3", ok), rec("s2", ok)}, v1alpha1.NotifyOnSucceeded, true},
+		{"a success after a failure is Recovered", []v1alpha1.RunRecord{rec("s3", ok), rec("s2", failed)}, v1alpha1.NotifyOnRecovered, true},
+		{"a cancelled run between is passed over", []v1alpha1.RunRecord{rec("s3", ok), rec("s2", v1alpha1.RunResultCancelled), rec("s1", failed)}, v1alpha1.NotifyOnRecovered, true},
+		{"a failure is Failed", []v1alpha1.RunRecord{rec("s3", failed), rec("s2", failed)}, v1alpha1.NotifyOnFailed, true},
+		{"a stopped run is not told", []v1alpha1.RunRecord{rec("s3", v1alpha1.RunResultStopped)}, "", false},
+		{"a running run is not told", []v1alpha1.RunRecord{rec("s3", v1alpha1.RunResultRunning)}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, told := Event(tc.history[0], Previous(tc.history, 0))
+			if got != tc.want || told != tc.told {
+				t.Fatalf("Event = %q, %v; want %q, %v", got, told, tc.want, tc.told)
+			}
+		})
+	}
+}
+
+func TestAnEntryListingSucceededHearsOfARecoveryAndOneListingRecoveredOnlyOfThat(t *testing.T) {
+	entries := []v1alpha1.Notification{
+		{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnFailed}},
+		{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnSucceeded}},
+		{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnRecovered}},
+	}
+	for ev, want := range map[v1alpha1.NotifyOn][]int{
+		v1alpha1.NotifyOnFailed: {0}, v1alpha1.NotifyOnSucceeded: {1}, v1alpha1.NotifyOnRecovered: {1, 2},
+	} {
+		if got := Targets(entries, ev); len(got) != len(want) || (len(got) > 0 && got[0] != want[0]) || (len(got) > 1 && got[1] != want[1]) {
+			t.Errorf("Targets(%s) = %v, want %v", ev, got, want)
+		}
+	}
+}
+
+func TestANotificationIsDueOnlyInTheStatusThatFirstMarksItPending(t *testing.T) {
+	pending := v1alpha1.RunRecord{RunID: "s2", Result: v1alpha1.RunResultFailed, Notification: v1alpha1.NotificationPending}
+	if got := Due(nil, []v1alpha1.RunRecord{pending}); len(got) != 1 {
+		t.Fatalf("newly pending: Due = %v, want s2", got)
+	}
+	if got := Due([]v1alpha1.RunRecord{pending}, []v1alpha1.RunRecord{pending}); len(got) != 0 {
+		t.Fatalf("already pending in the stored status: Due = %v, want none", got)
+	}
+	sent := pending
+	sent.Notification = v1alpha1.NotificationSent
+	if got := Due([]v1alpha1.RunRecord{sent}, []v1alpha1.RunRecord{sent}); len(got) != 0 {
+		t.Fatalf("sent: Due = %v, want none", got)
+	}
+}
+
+func TestNotificationJobsAreReadByRunAndAttemptJobsAreNot(t *testing.T) {
+	owner := metav1.OwnerReference{UID: "u1", Controller: ptr.To(true)}
+	job := func(name string, labels map[string]string, cond batchv1.JobConditionType) batchv1.Job {
+		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, OwnerReferences: []metav1.OwnerReference{owner}}}
+		if cond != "" {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: cond, Status: corev1.ConditionTrue}}
+		}
+		return j
+	}
+	got := FromJobs("u1", []batchv1.Job{
+		job("t-abcde-s1-1", map[string]string{v1alpha1.LabelRun: "s1", v1alpha1.LabelAttempt: "1"}, batchv1.JobFailed),
+		job("t-abcde-s1-n", map[string]string{v1alpha1.LabelNotification: "s1"}, batchv1.JobComplete),
+		job("t-abcde-s2-n", map[string]string{v1alpha1.LabelNotification: "s2"}, batchv1.JobFailed),
+		job("t-abcde-s3-n", map[string]string{v1alpha1.LabelNotification: "s3"}, ""),
+	})
+	if len(got) != 3 || !got["s1"].Sent || got["s2"].Sent || !got["s2"].Finished || got["s3"].Finished {
+		t.Fatalf("FromJobs = %+v", got)
+	}
+	if s, done := Resolve(got["s1"], true); !done || s != v1alpha1.NotificationSent {
+		t.Errorf("s1 resolves to %s, %v", s, done)
+	}
+	if s, done := Resolve(got["s2"], true); !done || s != v1alpha1.NotificationFailed {
+		t.Errorf("s2 resolves to %s, %v", s, done)
+	}
+	if _, done := Resolve(got["s3"], true); done {
+		t.Errorf("an unfinished Job resolved")
+	}
+	if _, done := Resolve(Job{}, false); done {
+		t.Errorf("an unseen Job resolved")
+	}
+}

@@ -1,0 +1,94 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/metrics"
+	"github.com/taskops/task-operator/internal/notify"
+	"github.com/taskops/task-operator/internal/runs"
+)
+
+// sendNotifications creates the notification Job of each run the new
+// status marks Pending (notify.Due): one Job per run outcome, named for
+// the run, so a pass repeated after a lost status write, a restart or a
+// new leader finds the Job (AlreadyExists) instead of sending twice. A Job
+// the API server refuses marks the notification Failed.
+func (p *pass) sendNotifications(ctx context.Context) error {
+	st := &p.task.Status
+	for _, rec := range notify.Due(p.old.History, st.History) {
+		if !p.r.leaseHeld() {
+			return errLeaseLapsed
+		}
+		i := historyIndex(st.History, rec.RunID)
+		ev, _ := notify.Event(rec, notify.Previous(st.History, i))
+		job := jobs.BuildNotification(p.task, notify.NewDocument(p.task, rec, ev), notify.Targets(p.task.Spec.Notify, ev), p.r.Jobs)
+		err := p.r.Client.Create(ctx, job)
+		switch {
+		case err == nil:
+			log.FromContext(ctx).Info("created notification Job", "job", job.Name, "run", rec.RunID, "event", ev)
+		case apierrors.IsAlreadyExists(err):
+			existing := &batchv1.Job{}
+			if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
+				return err
+			}
+			if existing.Labels[v1alpha1.LabelNotification] != rec.RunID || !runs.ControlledBy(existing, p.task.UID) {
+				return fmt.Errorf("job %s/%s exists but is not this Task's notification of run %s; delete or rename it", job.Namespace, job.Name, rec.RunID)
+			}
+		case apierrors.IsInvalid(err):
+			st.History[i].Notification = v1alpha1.NotificationFailed
+			if p.refusedNotes == nil {
+				p.refusedNotes = map[string]string{}
+			}
+			p.refusedNotes[rec.RunID] = fmt.Sprintf("run %s: the API server refused the notification Job: %v", rec.RunID, err)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// notificationEvents reports the notifications whose outcome the written
+// status records for the first time.
+func (p *pass) notificationEvents() {
+	r, task := p.r, p.task
+	was := map[string]v1alpha1.NotificationState{}
+	for _, h := range p.old.History {
+		was[h.RunID] = h.Notification
+	}
+	for _, h := range task.Status.History {
+		if h.Notification == was[h.RunID] {
+			continue
+		}
+		name := jobs.NotificationName(task, h.RunID)
+		switch h.Notification {
+		case v1alpha1.NotificationSent:
+			metrics.NotificationsTotal.WithLabelValues("sent").Inc()
+			r.event(task, nil, eventNormal, v1alpha1.EventNotificationSent, "Notify",
+				fmt.Sprintf("run %s: notification sent by Job %s", h.RunID, name))
+		case v1alpha1.NotificationFailed:
+			metrics.NotificationsTotal.WithLabelValues("failed").Inc()
+			msg, refused := p.refusedNotes[h.RunID]
+			if !refused {
+				msg = fmt.Sprintf("run %s: notification not sent (the run's result stands); see `kubectl logs job/%s -n %s`", h.RunID, name, task.Namespace)
+			}
+			r.event(task, nil, eventWarning, v1alpha1.EventNotificationFailed, "Notify", msg)
+		}
+	}
+}
+
+func historyIndex(h []v1alpha1.RunRecord, id string) int {
+	for i := range h {
+		if h[i].RunID == id {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,67 @@
+package status
+
+import (
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/notify"
+)
+
+// newlyFinished are the indexes of the records of st.History (newest
+// first) that ended in this status and not in the stored one, oldest
+// first: each is counted and told once.
+func newlyFinished(st, old *v1alpha1.TaskStatus) []int {
+	var out []int
+	for i := len(st.History) - 1; i >= 0; i-- {
+		h := st.History[i]
+		if h.Result != v1alpha1.RunResultRunning && !RunFinal(old.History, h.RunID) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// countFailures keeps status.consecutiveFailures: a failed run adds one, a
+// successful run starts over, a stopped or cancelled run says nothing of
+// the work. A spec change (a new generation) starts over too: it is how a
+// person answers a streak, and what resumes a Task the streak suspended.
+func countFailures(task *v1alpha1.Task, st, old *v1alpha1.TaskStatus) {
+	if old.ObservedGeneration != 0 && old.ObservedGeneration != task.Generation {
+		st.ConsecutiveFailures = 0
+	}
+	for _, i := range newlyFinished(st, old) {
+		switch st.History[i].Result {
+		case v1alpha1.RunResultFailed:
+			st.ConsecutiveFailures++
+		case v1alpha1.RunResultSucceeded:
+			st.ConsecutiveFailures = 0
+		}
+	}
+}
+
+// markNotifications marks Pending the newly finished runs spec.notify
+// tells about (the pass then creates their notification Job, before the
+// status write), and records how the pending ones ended once their Job
+// finished. Only a run that ends after spec.notify lists its outcome is
+// told: adding an entry never tells about runs of the past.
+func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, jobs map[string]notify.Job) {
+	if len(task.Spec.Notify) > 0 {
+		for _, i := range newlyFinished(st, &task.Status) {
+			h := &st.History[i]
+			if h.Notification != "" {
+				continue
+			}
+			if ev, ok := notify.Event(*h, notify.Previous(st.History, i)); ok && len(notify.Targets(task.Spec.Notify, ev)) > 0 {
+				h.Notification = v1alpha1.NotificationPending
+			}
+		}
+	}
+	for i := range st.History {
+		h := &st.History[i]
+		if h.Notification != v1alpha1.NotificationPending {
+			continue
+		}
+		j, seen := jobs[h.RunID]
+		if state, done := notify.Resolve(j, seen); done {
+			h.Notification = state
+		}
+	}
+}
