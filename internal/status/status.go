@@ -78,7 +78,7 @@ type Input struct {
 	QueueName string
 	// Notifications are the Task's notification Jobs, by run id.
 	Notifications map[string]notify.Job
-	Now       time.Time
+	Now           time.Time
 }
 
 // Compute derives the new status. It is monotonic where the contract asks:
