@@ -56,7 +56,13 @@ node-deps: ## Install the Debian packages of the local cluster's real node when 
 	@hack/real-node-deps.sh || echo "node-deps: no real node on this machine; the local cluster will use a kwok node (simulated pods)"
 
 .PHONY: test
-test: test-integration test-e2e ## Run all tests: unit, integration (envtest) and end to end on a real node (builds the control plane on first use).
+test: test-integration check-prometheus test-e2e ## Run all tests: unit, integration (envtest), the shipped alert rules and dashboard, and end to end on a real node (builds the control plane on first use).
+
+.PHONY: check-prometheus
+check-prometheus: ## Validate config/prometheus (rules as promtool does; every query names an exported metric).
+	@mkdir -p tmp
+	go run ./hack/metricnames > tmp/metric-names.txt
+	cd hack/promcheck && METRIC_NAMES=$(CURDIR)/tmp/metric-names.txt go test ./... -count=1
 
 .PHONY: test-integration
 test-integration: vet verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop).
