@@ -86,6 +86,7 @@ func (s Sender) sendOne(ctx context.Context, getenv func(string) string, i int, 
 	if !hasHeader(req.Headers, "Content-Type") {
 		req.Headers = append(req.Headers, httprunner.Header{Name: "Content-Type", Value: "application/json"})
 	}
+	fmt.Fprintf(log, "notification %s of run %s, target %d (%s): headers %s\n", doc.Event, doc.RunID, i, format, headerList(req.Headers))
 	var res httprunner.Result
 	for n := 1; n <= MaxAttempts; n++ {
 		if n > 1 {
@@ -137,6 +138,20 @@ func parse(getenv func(string) string) (Document, []int, error) {
 		targets = append(targets, i)
 	}
 	return doc, targets, nil
+}
+
+// headerList shows the headers sent, a Secret-backed value as Mask: so
+// the log says what went out without what must stay secret.
+func headerList(hs []httprunner.Header) string {
+	parts := make([]string, 0, len(hs))
+	for _, h := range hs {
+		v := h.Value
+		if h.Sensitive {
+			v = httprunner.Mask
+		}
+		parts = append(parts, h.Name+": "+v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func hasHeader(hs []httprunner.Header, name string) bool {

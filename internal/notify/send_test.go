@@ -125,6 +125,9 @@ func TestASecretHeaderArrivesAndIsMaskedInTheLogAndTerminationMessage(t *testing
 			t.Errorf("the %s does not show the masked URL:\n%s", what, text)
 		}
 	}
+	if !strings.Contains(res.log, "Authorization: ***") {
+		t.Errorf("the log does not show the masked header:\n%s", res.log)
+	}
 }
 
 func TestAWebhookThatKeepsFailingIsTriedThreeTimesThenTheNotificationFails(t *testing.T) {
