@@ -25,11 +25,14 @@
 //     said, for the status messages; the one stage that comes back to the
 //     API server, because which outputs the status lacks is known only
 //     from the runs as the pass left them.
-//  5. status.Compute, then one status patch with optimistic locking, only
-//     when it changed (writeStatus; a conflict is a quiet requeue,
-//     onConflict).
+//  5. status.Compute, then the notification Jobs of the runs this status
+//     ends (notify.go: created before the status that records them, so a
+//     crash in between leaves a Job the next pass finds by its name), then
+//     one status patch with optimistic locking, only when it changed
+//     (writeStatus; a conflict is a quiet requeue, onConflict).
 //  6. report (report.go): events and metrics from comparing the old and
-//     the written status, so a repeated pass never repeats them; then the
+//     the written status, so a repeated pass never repeats them, and the
+//     Task's own gauges from the written status; then the
 //     Task expires or is looked at again at the plan's exact time
 //     (requeueAt).
 //
@@ -48,6 +51,8 @@
 //   - taskqueue.go, taskqueue_setup.go: the queue reconciler, which keeps
 //     each TaskQueue's admission record (internal/admission decides), its
 //     watches and the indexes both controllers read queues by;
+//   - notify.go: the notification Jobs of ended runs (spec.notify) and
+//     their events;
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;
 //   - setup.go: the controller, its watches and the Job index; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.

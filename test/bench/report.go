@@ -335,6 +335,21 @@ func (rs *results) render() string {
 		for i, cnt := range []int{0, n, 5 * n} {
 			add("memory", fmt.Sprintf("%d finished Tasks and their Jobs: RSS / Go heap (after GC)", cnt), spread(memv(i, false), "MiB")+" / "+spread(memv(i, true), "MiB"), "")
 		}
+		for i, cnt := range []int{0, n, 5 * n} {
+			size := rs.collect(func(r *repeatResult) float64 {
+				if r.mem == nil || len(r.mem.points) <= i {
+					return math.NaN()
+				}
+				return r.mem.points[i].scrape / 1024
+			})
+			series := rs.collect(func(r *repeatResult) float64 {
+				if r.mem == nil || len(r.mem.points) <= i {
+					return math.NaN()
+				}
+				return r.mem.points[i].taskSeries
+			})
+			add("memory", fmt.Sprintf("%d Tasks: one metrics scrape / per-Task series in it", cnt), spread(size, "KiB")+" / "+spread(series, ""), "")
+		}
 		slope := func(i, j int, heap bool) []float64 {
 			return rs.collect(func(r *repeatResult) float64 {
 				if r.mem == nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -243,6 +244,10 @@ func runIdle(ctx context.Context, o *options, cl *cluster, op *operator, tr *tra
 type memPoint struct {
 	tasks, jobs int
 	rss, heap   float64 // bytes
+	// scrape is the size of one scrape of the operator's metrics (bytes),
+	// taskSeries how many of its series are per-Task ones (the
+	// cardinality spec.notify's metrics add).
+	scrape, taskSeries float64
 }
 
 type memResult struct{ points []memPoint }
@@ -303,8 +308,19 @@ func sessionMemory(ctx context.Context, o *options, rep int) (*memResult, error)
 		}
 		_, _, _, jobs, _ := tr.counts()
 		p := memPoint{tasks: tasks, jobs: jobs, rss: median(rss), heap: median(heap)}
+		body, err := op.get(ctx, op.MetricsURL())
+		if err != nil {
+			return err
+		}
+		p.scrape = float64(len(body))
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "taskoperator_task_") {
+				p.taskSeries++
+			}
+		}
 		res.points = append(res.points, p)
-		o.logf("memory: %d Tasks, %d Jobs: RSS %.1f MiB, heap %.1f MiB", tasks, jobs, p.rss/(1<<20), p.heap/(1<<20))
+		o.logf("memory: %d Tasks, %d Jobs: RSS %.1f MiB, heap %.1f MiB; metrics scrape %.0f KiB with %.0f per-Task series",
+			tasks, jobs, p.rss/(1<<20), p.heap/(1<<20), p.scrape/1024, p.taskSeries)
 		return nil
 	}
 	if err := measure(0); err != nil {
