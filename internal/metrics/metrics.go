@@ -1,9 +1,11 @@
 // Package metrics defines the operator's own Prometheus metrics, served on
-// the manager's metrics endpoint next to controller-runtime's.
+// the manager's metrics endpoint next to controller-runtime's: counters and
+// histograms the reconciler adds to (metrics.go), and gauges computed from
+// the manager's cache when scraped (collector.go): Tasks by phase, each
+// Task's own series, each TaskQueue's depth.
 package metrics
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,18 +66,15 @@ var (
 )
 
 // Collectors are the operator's own metrics; reader (the manager's cache)
-// serves the gauges computed at scrape time.
+// serves the gauges computed at scrape time (collector.go).
 func Collectors(reader client.Reader) []prometheus.Collector {
 	cs := []prometheus.Collector{RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled, QueuedSlotsMissed,
-		NotificationsTotal, &phaseCollector{reader: reader}, &queueCollector{reader: reader}}
-	for _, v := range taskVecs() {
-		cs = append(cs, v)
-	}
+		NotificationsTotal, &cacheCollector{reader: reader}}
 	return cs
 }
 
 // Register adds the metrics to controller-runtime's registry; reader (the
-// manager's cache) serves the Tasks-by-phase gauge at scrape time.
+// manager's cache) serves the gauges computed at scrape time.
 func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Collectors(reader)...)
 }
@@ -84,39 +83,4 @@ func Register(reader client.Reader) {
 func RunFinished(taskType v1alpha1.TaskType, result v1alpha1.RunResult, took time.Duration) {
 	RunsTotal.WithLabelValues(string(taskType), string(result)).Inc()
 	RunDuration.WithLabelValues(string(taskType), string(result)).Observe(took.Seconds())
-}
-
-// phaseCollector counts Tasks by phase from the cache when scraped, so the
-// gauge is always true and costs nothing between scrapes.
-type phaseCollector struct {
-	reader client.Reader
-}
-
-var tasksDesc = prometheus.NewDesc(namespace+"_tasks", "Tasks by phase.", []string{"phase"}, nil)
-
-func (c *phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- tasksDesc }
-
-func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var list v1alpha1.TaskList
-	if err := c.reader.List(ctx, &list); err != nil {
-		ch <- prometheus.NewInvalidMetric(tasksDesc, err)
-		return
-	}
-	counts := map[v1alpha1.TaskPhase]int{}
-	for _, phase := range []v1alpha1.TaskPhase{v1alpha1.PhasePending, v1alpha1.PhaseQueued, v1alpha1.PhaseRunning, v1alpha1.PhaseRetrying,
-		v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseScheduled, v1alpha1.PhaseSuspended} {
-		counts[phase] = 0
-	}
-	for _, t := range list.Items {
-		phase := t.Status.Phase
-		if phase == "" {
-			phase = v1alpha1.PhasePending
-		}
-		counts[phase]++
-	}
-	for phase, n := range counts {
-		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), string(phase))
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/metrics"
 )
 
 // reconcileDelete stops a deleted Task's Jobs and their pods, then lets the
@@ -31,7 +30,6 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 		}
 		log.FromContext(ctx).Info("namespace is terminating; leaving the Jobs to it", "error", err.Error())
 	}
-	metrics.ForgetTask(task.Namespace, task.Name)
 	base := task.DeepCopy()
 	controllerutil.RemoveFinalizer(task, v1alpha1.Finalizer)
 	return reconcile.Result{}, ctrl.IgnoreNotFound(r.Client.Patch(ctx, task, ctrl.MergeFrom(base)))

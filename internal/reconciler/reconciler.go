@@ -18,7 +18,6 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
-	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/plan"
 )
 
@@ -111,9 +110,6 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	task := &v1alpha1.Task{}
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
-		if apierrors.IsNotFound(err) {
-			metrics.ForgetTask(req.Namespace, req.Name) // its per-Task series go with it
-		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	task = r.written.latest(task)

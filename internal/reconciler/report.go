@@ -90,7 +90,6 @@ func (p *pass) reportTransitions() {
 			r.event(task, nil, eventWarning, v1alpha1.EventTooManyFailures, "Suspend", c.Message)
 		}
 	}
-	metrics.ObserveTask(task)
 }
 
 // queueEvents reports attempts that started waiting in the queue's line,
