@@ -3,8 +3,10 @@ package reconciler
 import (
 	"context"
 	"maps"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -48,16 +51,39 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 	if err := r.setupQueues(mgr, opts); err != nil {
 		return err
 	}
+	r.fire = newFire(time.Now)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("task").
-		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
+		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged, r.newTasks())).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (priority.go).
 		Watches(&batchv1.Job{}, recordingHandler{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}).
 		// An admission starts work: the default priority (taskqueue_setup.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
 		WatchesRawSource(source.Channel(r.admittedWake, admittedHandler)).
+		// Records a fire made wait (fire.go), at record priority.
+		WatchesRawSource(source.Channel(r.fire.wake, deferredHandler)).
 		WithOptions(opts).
 		Complete(r)
+}
+
+// newTasks notes each new Task (no status yet) as a start due now: a
+// burst of new Tasks is a fire (fire.go). It lets every event through.
+func (r *TaskReconciler) newTasks() predicate.Funcs {
+	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
+		if t, ok := e.Object.(*v1alpha1.Task); ok && t.Status.ObservedGeneration == 0 && t.DeletionTimestamp.IsZero() {
+			now := r.Clock.Now()
+			r.fire.expect(client.ObjectKeyFromObject(t), now, now)
+		}
+		return true
+	}}
+}
+
+// deferredHandler enqueues the Tasks whose record waited for a fire, at
+// record priority: the fire is over, but starts still go first.
+var deferredHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
+	GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		atRecordPriority(q).Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+	},
 }
 
 // taskChanged lets through the Task updates a pass must act on: spec

@@ -90,7 +90,7 @@ func (o *options) timeout(at1000 time.Duration) time.Duration {
 	return max(time.Duration(float64(at1000)*float64(o.n)/1000), time.Minute)
 }
 
-var allScenarios = []string{"burst", "idle", "memory", "cron", "queue"}
+var allScenarios = []string{"burst", "precreated", "idle", "memory", "cron", "queue"}
 
 func parseOptions() (*options, error) {
 	o := &options{}
@@ -236,6 +236,11 @@ func run(o *options) error {
 		if o.scenarios["burst"] || o.scenarios["idle"] {
 			if r.burst, r.idle, err = sessionBurst(ctx, o, rep, o.scenarios["idle"]); err != nil {
 				return fmt.Errorf("burst session: %w", err)
+			}
+		}
+		if o.scenarios["precreated"] {
+			if r.pre, err = sessionPrecreated(ctx, o, rep); err != nil {
+				return fmt.Errorf("precreated session: %w", err)
 			}
 		}
 		if o.scenarios["memory"] {

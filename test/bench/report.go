@@ -14,6 +14,7 @@ import (
 
 type repeatResult struct {
 	burst *burstResult
+	pre   *precreatedResult
 	idle  *idleResult
 	mem   *memResult
 	cron  map[string]*cronResult
@@ -216,6 +217,20 @@ func (rs *results) render() string {
 		add("burst", "Jobs per Task (1 = no retries)", spread(bf(func(b *burstResult) float64 { return float64(b.jobs) / float64(n) }), ""), "")
 	}
 
+	// --- burst of pre-created Tasks
+	if anyValue(rs.collect(func(r *repeatResult) float64 { return preVal(r, func(p *precreatedResult) float64 { return p.t0 }) })) {
+		pf := func(f func(*precreatedResult) float64) []float64 {
+			return rs.collect(func(r *repeatResult) float64 { return preVal(r, f) })
+		}
+		rat := pf(func(p *precreatedResult) float64 { return p.firstToNth / p.t0 })
+		add("precreated", fmt.Sprintf("%d Tasks created first: operator start to %d-th Job", n, n), secs(pf(func(p *precreatedResult) float64 { return p.firstToNth })), "")
+		add("precreated", fmt.Sprintf("operator start to %d-th Job / T0 (ratio, target <= 1.5)", n), spread(rat, "x T0"), "<= 1.5: "+verdict(rat, func(x float64) bool { return x <= 1.5 }))
+		add("precreated", fmt.Sprintf("operator start to %d-th Task Ready", n), secs(pf(func(p *precreatedResult) float64 { return p.ready })), "")
+		add("precreated", "operator writes per Task, events and leases apart", spread3(pf(func(p *precreatedResult) float64 { return p.writes.total() / float64(n) }), ""), "")
+		add("precreated", "  events per Task", spread(pf(func(p *precreatedResult) float64 { return p.writes.events / float64(n) }), ""), "")
+		add("precreated", "  operator CPU", secs(pf(func(p *precreatedResult) float64 { return p.cpuSeconds })), "")
+	}
+
 	// --- cron
 	if len(rs.reps) > 0 && len(rs.reps[0].cron) > 0 {
 		cf := func(kind string, f func(*cronResult) float64) []float64 {
@@ -294,6 +309,16 @@ func (rs *results) render() string {
 			add(sec.scen, "  of which refused with 409 Conflict: operator / CronJob", spread(cf(sec.opKind, func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), "")+" / "+
 				spread(cf("cronjob", func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), ""), "")
 			add(sec.scen, "  events per started run: operator / CronJob", spread(evPerRun(sec.opKind), "")+" / "+spread(evPerRun("cronjob"), ""), "")
+			fireRecords := func(kind string) []float64 {
+				return cf(kind, func(c *cronResult) float64 {
+					if c.fireStatus < 0 {
+						return math.NaN()
+					}
+					return ratio(c.fireStatus, float64(c.started))
+				})
+			}
+			add(sec.scen, "  status writes inside the fire (slot to last Job) per started run: operator / CronJob", spread3(fireRecords(sec.opKind), "")+" / "+spread3(fireRecords("cronjob"), ""), "")
+			add(sec.scen, "  operator: every started run in its Task's status, after the last Job", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.shown })), "")
 			if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last["cronjob"] != nil {
 				a, c := last[sec.opKind], last["cronjob"]
 				add(sec.scen, "  by resource per started run (last repeat): operator", a.writes.breakdown(float64(max(a.started, 1))), "")
@@ -481,4 +506,12 @@ func orNA(s string) string {
 		return "n/a"
 	}
 	return s
+}
+
+// preVal is f of a repeat's pre-created burst, NaN without one.
+func preVal(r *repeatResult, f func(*precreatedResult) float64) float64 {
+	if r.pre == nil {
+		return math.NaN()
+	}
+	return f(r.pre)
 }

@@ -368,6 +368,14 @@ type cronResult struct {
 	setup       float64 // s from the first create until every Task was scheduled (operator)
 	setupLate   bool    // the operator had not scheduled every Task 3 s before the slot
 	scheduledAt int     // Tasks scheduled for the slot 3 s before it
+	// fire is from the slot to the last started run's Job; fireStatus
+	// counts the controller's status writes in it (audit log; -1 without
+	// one): records that competed with the creates that decide the skew.
+	fire       float64
+	fireStatus float64
+	// shown is from the last Job of the slot until every started run's
+	// Task showed it (Running, or already finished), operator only.
+	shown float64
 }
 
 func (r cronResult) perRun() float64 { return ratio(r.writes.total(), float64(r.started)) }
@@ -503,8 +511,24 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		res.started++
 		res.skew = append(res.skew, j.seen.Sub(slot).Seconds())
 	}
-	o.logf("cron %s: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s; writes/run %.2f (%s) + events %.2f",
+	res.fire, res.fireStatus = percentile(res.skew, 100), -1
+	if cl.audit != "" && res.started > 0 {
+		counts, err := countAuditFile(cl.audit, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond))
+		if err != nil {
+			return nil, err
+		}
+		who := actorCronJob
+		if kind.operator {
+			who = actorOperator
+		}
+		res.fireStatus = counts[who]["tasks/status"] + counts[who]["cronjobs/status"]
+	}
+	if kind.operator {
+		res.shown = tr.shownAfter(runID, slot.Add(time.Duration(res.fire*float64(time.Second))))
+	}
+	o.logf("cron %s: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s; writes/run %.2f (%s) + events %.2f; "+
+		"status writes inside the fire (slot to last Job, %.2f s): %.0f; every run shown %.2f s after the last Job",
 		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
-		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun())
+		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
 	return res, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ type taskTrack struct {
 	queued      time.Time // first seen waiting in its queue (status.queued)
 	priority    int32
 	next        time.Time // status.nextScheduleTime, once set
+	// shown is when each run id first appeared in status.history.
+	shown map[string]time.Time
 }
 
 type jobTrack struct {
@@ -119,6 +122,14 @@ func (t *tracker) observe(o any) {
 		tt.priority = obj.Spec.Priority
 		if tt.next.IsZero() && obj.Status.NextScheduleTime != nil {
 			tt.next = obj.Status.NextScheduleTime.Time
+		}
+		for _, h := range obj.Status.History {
+			if tt.shown == nil {
+				tt.shown = map[string]time.Time{}
+			}
+			if _, ok := tt.shown[h.RunID]; !ok {
+				tt.shown[h.RunID] = now
+			}
 		}
 	case *batchv1.Job:
 		jt := t.jobs[obj.Name]
@@ -216,4 +227,28 @@ func (t *tracker) close() {
 	if t != nil && t.stop != nil {
 		t.stop()
 	}
+}
+
+// shownAfter is how long after last every Task with a Job of run runID
+// showed that run in its status (0 if all did by then; +Inf if one never
+// did).
+func (t *tracker) shownAfter(runID string, last time.Time) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	worst := 0.0
+	for _, j := range t.jobs {
+		if j.run != runID {
+			continue
+		}
+		tt := t.tasks[j.task]
+		if tt == nil {
+			return math.Inf(1)
+		}
+		at, ok := tt.shown[runID]
+		if !ok {
+			return math.Inf(1)
+		}
+		worst = math.Max(worst, at.Sub(last).Seconds())
+	}
+	return worst
 }

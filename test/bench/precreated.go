@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ---------------------------------------------------------------------------
+// Burst of pre-created Tasks
+// ---------------------------------------------------------------------------
+
+// precreatedResult is the burst without its load generator: N one-shot
+// Tasks created first, with no operator running, then the operator
+// started. Today's burst is the user's experience (Tasks arrive while the
+// operator works, and the creates compete with its Jobs); this is the
+// operator's own cost.
+type precreatedResult struct {
+	t0         float64
+	firstToNth float64 // s from the operator's start (its process) to the N-th Job
+	ready      float64 // s from the operator's start to the N-th Task Ready
+	writes     writeCount
+	cpuSeconds float64
+}
+
+// sessionPrecreated: B0, then N one-shot Tasks with no operator, then the
+// operator.
+func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedResult, error) {
+	cl, err := upCluster(ctx, o, o.fastKCM())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.down(ctx, o)
+	res := &precreatedResult{}
+	if res.t0, _, err = runB0(ctx, o, cl, false); err != nil {
+		return nil, fmt.Errorf("B0: %w", err)
+	}
+	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, err
+	}
+	tr, err := startTracker(ctx, cl, benchNamespace, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		return oneShotTask(benchNamespace, fmt.Sprintf("pre-%05d", i))
+	}); err != nil {
+		return nil, err
+	}
+	n := o.n
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks seen", n), time.Minute, func(tasks, _, _, _, _ int) bool { return tasks >= n }); err != nil {
+		return nil, err
+	}
+	before, err := takeSnap(ctx, cl, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The clock starts when the process does: its cache sync and first
+	// passes are part of the cost.
+	start := time.Now()
+	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("precreated-%d", rep))
+	if err != nil {
+		return nil, err
+	}
+	defer op.stop(o)
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Jobs", n), o.timeout(2*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= n }); err != nil {
+		return nil, err
+	}
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
+		return nil, err
+	}
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return nil, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	o.logf("precreated diagnosis: %s", diagnose(before, after))
+	res.cpuSeconds = after.op.Value("process_cpu_seconds_total")
+	if res.writes, err = operatorWrites(cl, before, after, nil); err != nil {
+		return nil, err
+	}
+	tasks, jobs := tr.snapshot()
+	var seen, ready []time.Time
+	for _, j := range jobs {
+		seen = append(seen, j.seen)
+	}
+	for _, t := range tasks {
+		ready = append(ready, t.ready)
+	}
+	sort.Slice(seen, func(i, k int) bool { return seen[i].Before(seen[k]) })
+	sort.Slice(ready, func(i, k int) bool { return ready[i].Before(ready[k]) })
+	res.firstToNth = seen[n-1].Sub(start).Seconds()
+	res.ready = ready[n-1].Sub(start).Seconds()
+	o.logf("precreated: operator start to %d-th Job %.2f s (%.2f x T0), to %d-th Task Ready %.2f s; writes/Task %.3f (%s) + events %.2f; operator CPU %.1f s",
+		n, res.firstToNth, res.firstToNth/res.t0, n, res.ready, res.writes.total()/float64(n), res.writes.breakdown(float64(n)),
+		res.writes.events/float64(n), res.cpuSeconds)
+	return res, nil
+}
