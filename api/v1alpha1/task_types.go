@@ -364,14 +364,21 @@ const (
 )
 
 // Notification is one webhook told about run outcomes.
+//
+// YAML 1.1, which kubectl reads manifests with, takes an unquoted `on`
+// key for the boolean true (as GitHub Actions users know): write "on".
+// The field is therefore checked by a rule whose message says so, not by
+// the schema's bare "Required value".
 // +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.urlFrom)",message="a notification needs exactly one of url or urlFrom"
+// +kubebuilder:validation:XValidation:rule="has(self.on)",message="spec.notify[].on is required: list Failed, Succeeded and/or Recovered; in YAML quote the key (\"on\": [Failed]): an unquoted on is read as the boolean true"
 type Notification struct {
-	// On lists the outcomes this webhook is told about.
-	// +required
+	// On lists the outcomes this webhook is told about: Failed,
+	// Succeeded, Recovered. In YAML write the key quoted, "on".
+	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=3
-	On []NotifyOn `json:"on"`
+	On []NotifyOn `json:"on,omitempty"`
 
 	// URL is the webhook, an absolute http:// or https:// URL.
 	// +optional

@@ -78,6 +78,27 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 			[]string{"spec.imagePullPolicy", "Unsupported value"}},
 		{"a shell Task without shell is refused", shellTask("no-shell", func(t *v1alpha1.Task) { t.Spec.Shell = "" }),
 			[]string{"spec.shell is required when type is shell"}},
+		{"a notification without outcomes is refused, saying to quote on", shellTask("notify-no-on", func(t *v1alpha1.Task) {
+			t.Spec.Notify = []v1alpha1.Notification{{URL: "https://hooks.example.com/x"}}
+		}), []string{"spec.notify[].on is required", `quote the key`}},
+		{"a notification with both url and urlFrom is refused", shellTask("notify-two-urls", func(t *v1alpha1.Task) {
+			t.Spec.Notify = []v1alpha1.Notification{{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnFailed}, URL: "https://hooks.example.com/x",
+				URLFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "s", Key: "k"}}}}
+		}), []string{"exactly one of url or urlFrom"}},
+		{"a notification to a non-http URL is refused", shellTask("notify-ftp", func(t *v1alpha1.Task) {
+			t.Spec.Notify = []v1alpha1.Notification{{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnFailed}, URL: "ftp://hooks.example.com/x"}}
+		}), []string{"spec.notify[].url must be an absolute http:// or https:// URL"}},
+		{"an unknown outcome is refused", shellTask("notify-bad-on", func(t *v1alpha1.Task) {
+			t.Spec.Notify = []v1alpha1.Notification{{On: []v1alpha1.NotifyOn{"Stopped"}, URL: "https://hooks.example.com/x"}}
+		}), []string{"Unsupported value", "Stopped"}},
+		{"five notifications are refused", shellTask("notify-five", func(t *v1alpha1.Task) {
+			for range 5 {
+				t.Spec.Notify = append(t.Spec.Notify, v1alpha1.Notification{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnFailed}, URL: "https://hooks.example.com/x"})
+			}
+		}), []string{"spec.notify", "must have at most 4 items"}},
+		{"suspendAfterFailures on a one-shot Task is refused", shellTask("streak-one-shot", func(t *v1alpha1.Task) {
+			t.Spec.SuspendAfterFailures = ptr.To[int32](3)
+		}), []string{"spec.suspendAfterFailures is only allowed with spec.schedule"}},
 		{"a shell Task with a url is refused", shellTask("shell-url", func(t *v1alpha1.Task) { t.Spec.URL = "https://x.example" }),
 			[]string{"spec.url is only allowed when type is http"}},
 		{"an http Task without url is refused", httpTask("no-url", func(t *v1alpha1.Task) { t.Spec.URL = "" }),
@@ -419,5 +440,30 @@ func TestTheSamplesAreAccepted(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// YAML 1.1 reads an unquoted `on` key as the boolean true, so a manifest
+// written like GitHub Actions' loses the field: the refusal says to quote
+// it.
+func TestAnUnquotedOnInYAMLIsRefusedSayingToQuoteIt(t *testing.T) {
+	objs, err := testutil.DecodeManifests([]byte(`apiVersion: batch.taskops.io/v1alpha1
+kind: Task
+metadata:
+  name: unquoted-on
+spec:
+  type: shell
+  shell: exit 3
+  notify:
+    - on: [Failed]
+      url: https://hooks.example.com/x
+`))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%v %v", objs, err)
+	}
+	objs[0].SetNamespace(ns)
+	err = k8s.Create(ctx, objs[0], client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), `quote the key`) {
+		t.Fatalf("an unquoted on: %v, want a refusal that says to quote it", err)
 	}
 }
