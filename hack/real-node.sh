@@ -99,7 +99,14 @@ pick_bridge() {
 }
 
 make_bridge() {
-  ip link add "$BRIDGE_NAME" type bridge || die "could not create bridge $BRIDGE_NAME"
+  # A fixed (locally administered) MAC address: a bridge without one takes
+  # the lowest MAC of its ports and changes it whenever a pod's veth comes
+  # or goes, and a running pod whose ARP entry still names the old address
+  # then loses its packets to the host until the entry expires (a
+  # notification pod's second try hung while other pods ended).
+  local n=${BRIDGE_IP#10.244.}
+  n=${n%%.*}
+  ip link add "$BRIDGE_NAME" address "$(printf '02:00:0a:f4:%02x:01' "$n")" type bridge || die "could not create bridge $BRIDGE_NAME"
   ip addr add "$BRIDGE_IP/24" dev "$BRIDGE_NAME"
   ip link set "$BRIDGE_NAME" up
   log "bridge $BRIDGE_NAME $BRIDGE_IP/24 (no route out, forwarding untouched: $(cat /proc/sys/net/ipv4/ip_forward))"

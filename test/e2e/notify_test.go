@@ -95,6 +95,18 @@ func notified(t *testing.T, ns, name string, want v1alpha1.NotificationState) *v
 	return task
 }
 
+// jobsNamed is the name of the notification Job of task.
+func jobsNamed(t *testing.T, ns, task string) string {
+	t.Helper()
+	for _, j := range notificationJobsIn(t, ns) {
+		if j.Labels[v1alpha1.LabelTask] == task {
+			return j.Name
+		}
+	}
+	t.Fatalf("no notification Job of %s", task)
+	return ""
+}
+
 func notificationJobsIn(t *testing.T, ns string) []batchv1.Job {
 	t.Helper()
 	var list batchv1.JobList
@@ -167,8 +179,10 @@ func TestNotificationsReachAWebhookOnTheBridge(t *testing.T) {
 
 	// The webhook down: 3 tries, NotificationFailed, the result unchanged.
 	got = notified(t, ns, "down", v1alpha1.NotificationFailed)
-	if n := len(hook.of("down")); n != notify.MaxAttempts {
-		t.Errorf("down: %d requests, want %d", n, notify.MaxAttempts)
+	// Each try shows in the sender's log, and each reached the webhook.
+	downLog := kubectl(t, 30*time.Second, "logs", "job/"+jobsNamed(t, ns, "down"), "-n", ns)
+	if tries, n := strings.Count(downLog, "attempt "), len(hook.of("down")); tries != notify.MaxAttempts || n != notify.MaxAttempts {
+		t.Errorf("down: the sender logged %d tries and the webhook got %d requests, want %d of each:\n%s", tries, n, notify.MaxAttempts, downLog)
 	}
 	if got.Status.Phase != v1alpha1.PhaseFailed || got.Status.History[0].Result != v1alpha1.RunResultFailed ||
 		got.Status.History[0].Reason != v1alpha1.ReasonRetriesExhausted {
