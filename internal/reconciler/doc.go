@@ -53,15 +53,16 @@
 //     watches and the indexes both controllers read queues by;
 //   - notify.go: the notification Jobs of ended runs (spec.notify) and
 //     their events;
+//   - fire.go: record writes paced while many starts are due;
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;
 //   - setup.go: the controller, its watches and the Job index; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.
 //
 // # Shortcuts taken for speed
 //
-// Four in-process shortcuts make a burst of Tasks cheaper; each only saves
-// requests, and none is needed for correctness (the deterministic Job
-// names and optimistic locking are):
+// Five in-process shortcuts make a burst of Tasks cheaper; each only saves
+// or reorders requests, and none is needed for correctness (the
+// deterministic Job names and optimistic locking are):
 //
 //   - recent.go: the Jobs this process created, until the cache shows them,
 //     so the next pass does not try to create them again (AlreadyExists).
@@ -78,4 +79,8 @@
 //     is created before the status writes follow.
 //   - cache.go: the Job cache keeps only the fields runs.AttemptOf reads,
 //     so thousands of finished Jobs cost little memory.
+//   - fire.go: while at least 32 starts are due or running (a cron slot, a
+//     burst, retries), a pass whose status write would only record
+//     started attempts writes nothing; its Task comes back when the fire
+//     is over, 3 s later at most.
 package reconciler
