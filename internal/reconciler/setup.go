@@ -7,10 +7,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -54,7 +56,9 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 	r.fire = newFire(time.Now)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("task").
-		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged, r.newTasks())).
+		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
+		// New Tasks once more, at start priority and noted as due (fire.go).
+		Watches(&v1alpha1.Task{}, r.newTaskHandler()).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (priority.go).
 		Watches(&batchv1.Job{}, recordingHandler{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}).
 		// An admission starts work: the default priority (taskqueue_setup.go).
@@ -66,16 +70,33 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 		Complete(r)
 }
 
-// newTasks notes each new Task (no status yet) as a start due now: a
-// burst of new Tasks is a fire (fire.go). It lets every event through.
-func (r *TaskReconciler) newTasks() predicate.Funcs {
-	return predicate.Funcs{CreateFunc: func(e event.CreateEvent) bool {
-		if t, ok := e.Object.(*v1alpha1.Task); ok && t.Status.ObservedGeneration == 0 && t.DeletionTimestamp.IsZero() {
+// newTaskHandler enqueues each new Task (no status yet) at start
+// priority and notes it as a start due now: a burst of new Tasks is a fire
+// (fire.go). For's handler enqueues the Tasks of the initial list (every
+// Task when the operator starts) at handler.LowPriority, so that after a
+// restart real events go first; but a Task that never ran is work to
+// start, and without this the create events of the Jobs its neighbours
+// got (record priority, -1) would overtake it: with 1000 Tasks created
+// before the operator started, its 1000th Job came after 13.6 x T0. The
+// queue keeps one item per Task, at the higher priority.
+func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			t, ok := e.Object.(*v1alpha1.Task)
+			if !ok || t.Status.ObservedGeneration != 0 || !t.DeletionTimestamp.IsZero() {
+				return
+			}
+			key := client.ObjectKeyFromObject(t)
 			now := r.Clock.Now()
-			r.fire.expect(client.ObjectKeyFromObject(t), now, now)
-		}
-		return true
-	}}
+			r.fire.expect(key, now, now)
+			req := reconcile.Request{NamespacedName: key}
+			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(startPriority)}, req)
+				return
+			}
+			q.Add(req)
+		},
+	}
 }
 
 // deferredHandler enqueues the Tasks whose record waited for a fire, at
