@@ -151,10 +151,6 @@ type Plan struct {
 	// Wake is when the Task next needs a look (zero: only when something
 	// changes): a start check, a retry, the next slot, a prune, a TTL.
 	Wake time.Time
-	// NextStart is the earliest of those looks that starts work (a retry,
-	// the next slot): what the reconciler paces its record writes by
-	// (internal/reconciler, fire.go). Zero: none.
-	NextStart time.Time
 	// DeletedJobs counts the attempts whose Job a user deleted, which only
 	// this pass knows of (see RecordLater).
 	DeletedJobs int
@@ -237,18 +233,14 @@ func (d *decision) keepOutputs() {
 func (d *decision) afterwards() {
 	task, now, p := d.task, d.now, &d.p
 	steps := retry.Steps(task, d.rs, now)
-	var next earliest
 	for _, s := range steps {
 		if s.Kind == retry.WaitForRetry {
 			d.wake.add(s.At)
-			next.add(s.At)
 		}
 	}
 	if p.Schedule.Slots != nil {
 		d.wake.add(p.Schedule.Slots.Next)
-		next.add(p.Schedule.Slots.Next)
 	}
-	p.NextStart = next.t
 	kept, prune, again := pruneRuns(task, d.rs, steps, d.in.Notifications)
 	p.Prune = prune
 	if again {
@@ -286,17 +278,9 @@ const PolicyRecheck = 5 * time.Minute
 // decided - except two things only this pass knows, so those are written
 // now: attempts whose Job was deleted, and cron slots missed in downtime.
 func (p *Plan) RecordLater(created int) bool {
-	return created > 0 && p.JobsTellAll()
-}
-
-// JobsTellAll reports whether the Jobs carry everything the pass decided,
-// so its status write may wait: all but attempts whose Job was deleted,
-// cron slots missed in downtime, queued runs skipped or dropped, and an
-// expiry, which only this pass knows of.
-func (p *Plan) JobsTellAll() bool {
 	missed := p.Schedule.Slots != nil && p.Schedule.Slots.Missed > 0
 	queueOnly := len(p.QueuedMissed) > 0 || len(p.Dropped) > 0 // only the status records them
-	return p.DeletedJobs == 0 && !missed && !queueOnly && !p.Expire
+	return created > 0 && p.DeletedJobs == 0 && !missed && !queueOnly && !p.Expire
 }
 
 // validate reports what the API server's schema could not refuse, and

@@ -65,15 +65,14 @@ func TestDecide(t *testing.T) {
 				Pods: map[string][]retry.PodStart{"t-0-1": imagePull}},
 			want: plan.Plan{
 				Stop: []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptStartTimeout, Message: "pod p did not start within 5m0s: ImagePullBackOff: no such image"}},
-				Wake: now.Add(10 * time.Second), NextStart: now.Add(10 * time.Second),
+				Wake: now.Add(10 * time.Second),
 			},
 		},
 		{
 			name: "a failed attempt waits out its backoff",
 			in: plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").
 				Failed(ago(time.Minute), ago(5*time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}},
-			// The retry is a start: the wake-up the reconciler paces records by.
-			want: plan.Plan{Wake: ago(5 * time.Second).Add(10 * time.Second), NextStart: ago(5 * time.Second).Add(10 * time.Second)},
+			want: plan.Plan{Wake: ago(5 * time.Second).Add(10 * time.Second)},
 		},
 		{
 			name: "a failed attempt whose backoff passed starts the next attempt",

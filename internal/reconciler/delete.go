@@ -30,7 +30,6 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 		}
 		log.FromContext(ctx).Info("namespace is terminating; leaving the Jobs to it", "error", err.Error())
 	}
-	r.fire.forget(ctrl.ObjectKeyFromObject(task))
 	base := task.DeepCopy()
 	controllerutil.RemoveFinalizer(task, v1alpha1.Finalizer)
 	return reconcile.Result{}, ctrl.IgnoreNotFound(r.Client.Patch(ctx, task, ctrl.MergeFrom(base)))

@@ -53,16 +53,15 @@
 //     watches and the indexes both controllers read queues by;
 //   - notify.go: the notification Jobs of ended runs (spec.notify) and
 //     their events;
-//   - fire.go: record writes paced while many starts are due;
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;
 //   - setup.go: the controller, its watches and the Job index; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.
 //
 // # Shortcuts taken for speed
 //
-// Five in-process shortcuts make a burst of Tasks cheaper; each only saves
-// or reorders requests, and none is needed for correctness (the
-// deterministic Job names and optimistic locking are):
+// Four in-process shortcuts make a burst of Tasks cheaper; each only saves
+// requests, and none is needed for correctness (the deterministic Job
+// names and optimistic locking are):
 //
 //   - recent.go: the Jobs this process created, until the cache shows them,
 //     so the next pass does not try to create them again (AlreadyExists).
@@ -74,13 +73,10 @@
 //     so under a burst, when the cache lags by seconds, a freed place goes
 //     to the head of the line, not to whoever the cache knew of.
 //   - priority.go and plan.RecordLater: Job events queue at a lower
-//     priority than work to start, and a pass that created Jobs leaves the
+//     priority than work to start (new Tasks too, even those of the
+//     initial list: setup.go), and a pass that created Jobs leaves the
 //     status write to the pass their events bring, so in a burst every Job
 //     is created before the status writes follow.
 //   - cache.go: the Job cache keeps only the fields runs.AttemptOf reads,
 //     so thousands of finished Jobs cost little memory.
-//   - fire.go: while at least 32 starts are due or running (a cron slot, a
-//     burst, retries), a pass whose status write would only record
-//     started attempts writes nothing; its Task comes back when the fire
-//     is over, 3 s later at most.
 package reconciler

@@ -65,12 +65,3 @@ func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	}
 	return status.Compute(in)
 }
-
-// recordWaits reports whether the pass's status write only records
-// attempts that started, which a fire makes wait (fire.go): it created
-// nothing, knows nothing the Jobs do not tell, and the status shows no
-// run ending, no attempt failing and no change in the queue's line.
-func (p *pass) recordWaits() bool {
-	return p.created == 0 && len(p.plan.Start) == 0 && len(p.plan.Stop) == 0 && p.problem() == nil &&
-		p.plan.JobsTellAll() && status.RecordsOnlyStarts(p.old, &p.task.Status)
-}

@@ -63,9 +63,6 @@ type TaskReconciler struct {
 	// queueRecords is each queue's admission record as this process's
 	// queue controller last wrote it (taskqueue.go).
 	queueRecords *queueRecords
-	// fire paces record-only status writes while many starts are due
-	// (fire.go); nil: never.
-	fire *fire
 }
 
 // LeaseHolder reports whether this replica may act as the leader right now.
@@ -113,9 +110,6 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	task := &v1alpha1.Task{}
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.fire.forget(req.NamespacedName)
-		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	task = r.written.latest(task)
@@ -163,8 +157,6 @@ func onConflict(ctx context.Context, err error) (reconcile.Result, error) {
 // stages: each reads only what the stages before it left.
 func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
 	p := &pass{r: r, task: task, old: task.Status.DeepCopy(), now: r.Clock.Now()}
-	key := ctrl.ObjectKeyFromObject(task)
-	r.fire.begin(key, p.now)
 
 	// 1. Observe: the Jobs, the attempts whose Job is missing, the pods the
 	// decision needs (observe.go). Nothing to record without them.
@@ -175,14 +167,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	// 2. Decide, once, into one plan (internal/plan, pure).
 	p.plan = plan.Decide(in)
 	// 3. Act on the plan (act.go).
-	if len(p.plan.Start) > 0 {
-		r.fire.starting()
-	}
 	actErr := p.act(ctx)
-	if len(p.plan.Start) > 0 {
-		r.fire.started(p.now)
-	}
-	r.fire.expect(key, p.plan.NextStart, p.now)
 	switch {
 	case errors.Is(actErr, errLeaseLapsed):
 		return standDown(ctx) // a pass that must stand down writes nothing
@@ -209,13 +194,8 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if actErr == nil {
 		actErr = p.readOutputs(ctx)
 	}
-	// 5. Compute the status (internal/status, pure) and write it once,
-	// unless it only records started attempts while a fire burns
-	// (fire.go): then the Task is handed back when the fire is over.
+	// 5. Compute the status (internal/status, pure) and write it once.
 	task.Status = p.computeStatus()
-	if actErr == nil && p.recordWaits() && r.fire.waitRecord(key, p.now) {
-		return reconcile.Result{RequeueAfter: maxRecordWait, Priority: ptr.To(recordPriority)}, nil
-	}
 	if !r.leaseHeld() {
 		// Paused past the lease during this pass: the status patch would
 		// be refused anyway if stale (optimistic locking); do not send it.

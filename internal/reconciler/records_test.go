@@ -10,9 +10,10 @@ import (
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
-// A cron slot shared by more Tasks than the workers take at once is a
-// fire: the records of the Jobs created wait for it (fire.go), and none is
-// lost: every Task shows its run Running soon after, with one Job each.
+// A cron slot shared by more Tasks than the workers take at once: the
+// records of the Jobs created queue behind the starts (priority.go), and
+// none is lost: every Task shows its run Running soon after, with one Job
+// each.
 func TestEveryTaskOfAFireShowsItsRunningRunSoonAfter(t *testing.T) {
 	ns := newNamespace(t)
 	const n = 48

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"maps"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -53,26 +52,22 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 	if err := r.setupQueues(mgr, opts); err != nil {
 		return err
 	}
-	r.fire = newFire(time.Now)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("task").
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
-		// New Tasks once more, at start priority and noted as due (fire.go).
+		// New Tasks once more, at start priority.
 		Watches(&v1alpha1.Task{}, r.newTaskHandler()).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (priority.go).
 		Watches(&batchv1.Job{}, recordingHandler{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}).
 		// An admission starts work: the default priority (taskqueue_setup.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
 		WatchesRawSource(source.Channel(r.admittedWake, admittedHandler)).
-		// Records a fire made wait (fire.go), at record priority.
-		WatchesRawSource(source.Channel(r.fire.wake, deferredHandler)).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // newTaskHandler enqueues each new Task (no status yet) at start
-// priority and notes it as a start due now: a burst of new Tasks is a fire
-// (fire.go). For's handler enqueues the Tasks of the initial list (every
+// priority. For's handler enqueues the Tasks of the initial list (every
 // Task when the operator starts) at handler.LowPriority, so that after a
 // restart real events go first; but a Task that never ran is work to
 // start, and without this the create events of the Jobs its neighbours
@@ -86,10 +81,7 @@ func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reco
 			if !ok || t.Status.ObservedGeneration != 0 || !t.DeletionTimestamp.IsZero() {
 				return
 			}
-			key := client.ObjectKeyFromObject(t)
-			now := r.Clock.Now()
-			r.fire.expect(key, now, now)
-			req := reconcile.Request{NamespacedName: key}
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)}
 			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
 				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(startPriority)}, req)
 				return
@@ -97,14 +89,6 @@ func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reco
 			q.Add(req)
 		},
 	}
-}
-
-// deferredHandler enqueues the Tasks whose record waited for a fire, at
-// record priority: the fire is over, but starts still go first.
-var deferredHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
-	GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		atRecordPriority(q).Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
-	},
 }
 
 // taskChanged lets through the Task updates a pass must act on: spec

@@ -1,8 +1,6 @@
 package status
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
-
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/notify"
 )
@@ -66,26 +64,4 @@ func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, jobs map[st
 			h.Notification = state
 		}
 	}
-}
-
-// RecordsOnlyStarts reports whether updated differs from old only by
-// recording attempts that started: no run ended, no attempt failed, the
-// queue's line and the spec's verdict unchanged. Such a write may wait
-// (internal/reconciler, fire.go): the next pass computes it again from
-// the Jobs, with whatever happened since.
-func RecordsOnlyStarts(old, updated *v1alpha1.TaskStatus) bool {
-	if len(newlyFinished(updated, old)) > 0 || updated.LastError != old.LastError || len(updated.Queued) != len(old.Queued) {
-		return false
-	}
-	for i := range updated.Queued {
-		if updated.Queued[i].JobName != old.Queued[i].JobName {
-			return false
-		}
-	}
-	for _, typ := range []string{v1alpha1.ConditionFailed, v1alpha1.ConditionStalled} {
-		if meta.IsStatusConditionTrue(old.Conditions, typ) != meta.IsStatusConditionTrue(updated.Conditions, typ) {
-			return false
-		}
-	}
-	return true
 }
