@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -48,14 +47,7 @@ func (w *webhook) of(name string) []received {
 
 func webhookOnBridge(t *testing.T) *webhook {
 	t.Helper()
-	state, err := env.cluster.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(state["BRIDGE_IP"], "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenOnBridge(t)
 	w := &webhook{url: "http://" + l.Addr().String(), got: map[string][]received{}}
 	record := func(r *http.Request) {
 		b, _ := io.ReadAll(r.Body)

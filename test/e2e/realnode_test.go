@@ -217,7 +217,9 @@ func (s *bridgeServer) authorization(task string) string {
 	return s.auth[task]
 }
 
-func serveOnBridge(t *testing.T) *bridgeServer {
+// listenOnBridge listens on a free port of the real node's bridge
+// address: pods reach it, nothing outside the machine does.
+func listenOnBridge(t *testing.T) net.Listener {
 	t.Helper()
 	state, err := env.cluster.State()
 	if err != nil {
@@ -231,6 +233,12 @@ func serveOnBridge(t *testing.T) *bridgeServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+func serveOnBridge(t *testing.T) *bridgeServer {
+	t.Helper()
+	l := listenOnBridge(t)
 	s := &bridgeServer{url: "http://" + l.Addr().String(), auth: map[string]string{}, throttled: map[string][]time.Time{}}
 	mux := http.NewServeMux()
 	// /throttle answers 503 with Retry-After: 3 the first time for a task,
