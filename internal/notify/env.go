@@ -3,6 +3,8 @@ package notify
 import (
 	"fmt"
 	"strings"
+
+	"github.com/taskops/task-operator/internal/httprunner"
 )
 
 // The environment of a notification Job's container: the contract between
@@ -16,8 +18,8 @@ const (
 	// EnvTargets lists the indexes of the entries to tell, comma-separated.
 	EnvTargets = "TASK_NOTIFY_TARGETS"
 	// EnvTerminationLog overrides where the result is written for the
-	// kubelet (tests).
-	EnvTerminationLog = "TASK_RUNNER_TERMINATION_LOG"
+	// kubelet (tests): the http runner's variable.
+	EnvTerminationLog = httprunner.EnvTerminationLog
 )
 
 // TargetPrefix starts the variables of target i.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -166,13 +165,9 @@ func hasHeader(hs []httprunner.Header, name string) bool {
 // report writes the log to stdout and the summary as the termination
 // message (the kubelet keeps 4 KiB; the summary stays well below).
 func report(getenv func(string) string, stdout io.Writer, log, summary string) {
-	path := getenv(EnvTerminationLog)
-	if path == "" {
-		path = httprunner.DefaultTerminationLog
-	}
 	if len(summary) > httprunner.MaxSummaryBytes {
 		summary = summary[:httprunner.MaxSummaryBytes]
 	}
-	_ = os.WriteFile(path, []byte(summary), 0o644)
+	httprunner.WriteTerminationMessage(httprunner.TerminationLogPath(getenv), summary)
 	_, _ = io.WriteString(stdout, log)
 }

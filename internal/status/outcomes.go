@@ -23,11 +23,11 @@ func newlyFinished(st, old *v1alpha1.TaskStatus) []int {
 // successful run starts over, a stopped or cancelled run says nothing of
 // the work. A spec change (a new generation) starts over too: it is how a
 // person answers a streak, and what resumes a Task the streak suspended.
-func countFailures(task *v1alpha1.Task, st, old *v1alpha1.TaskStatus) {
-	if old.ObservedGeneration != 0 && old.ObservedGeneration != task.Generation {
+func countFailures(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int) {
+	if old := &task.Status; old.ObservedGeneration != 0 && old.ObservedGeneration != task.Generation {
 		st.ConsecutiveFailures = 0
 	}
-	for _, i := range newlyFinished(st, old) {
+	for _, i := range ended {
 		switch st.History[i].Result {
 		case v1alpha1.RunResultFailed:
 			st.ConsecutiveFailures++
@@ -42,9 +42,9 @@ func countFailures(task *v1alpha1.Task, st, old *v1alpha1.TaskStatus) {
 // status write), and records how the pending ones ended once their Job
 // finished. Only a run that ends after spec.notify lists its outcome is
 // told: adding an entry never tells about runs of the past.
-func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, jobs map[string]notify.Job) {
+func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int, jobs map[string]notify.Job) {
 	if len(task.Spec.Notify) > 0 {
-		for _, i := range newlyFinished(st, &task.Status) {
+		for _, i := range ended {
 			h := &st.History[i]
 			if h.Notification != "" {
 				continue

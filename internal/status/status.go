@@ -99,8 +99,9 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	}
 	st.Queued = in.Queued
 	st.History = mergeHistory(withDropped(st.History, in.Dropped), rs, steps, in.Outputs)
-	countFailures(task, &st, &task.Status)
-	markNotifications(task, &st, in.Notifications)
+	ended := newlyFinished(&st, &task.Status)
+	countFailures(task, &st, ended)
+	markNotifications(task, &st, ended, in.Notifications)
 	st.Active = activeJobs(task.Namespace, rs)
 	prevRun := st.CurrentRun
 	setCurrentRun(&st, rs, steps)
