@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -67,6 +68,10 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 		return nil, err
 	}
 	defer op.stop(o)
+	var prof <-chan error
+	if o.profile {
+		prof = op.cpuProfile(ctx, time.Duration(max(3*res.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("precreated-%d.cpu.pprof", rep)))
+	}
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Jobs", n), o.timeout(2*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= n }); err != nil {
 		return nil, err
 	}
@@ -81,6 +86,11 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 		return nil, err
 	}
 	o.logf("precreated diagnosis: %s", diagnose(before, after))
+	if prof != nil {
+		if err := <-prof; err != nil {
+			o.logf("CPU profile: %v", err)
+		}
+	}
 	res.cpuSeconds = after.op.Value("process_cpu_seconds_total")
 	if res.writes, err = operatorWrites(cl, before, after, nil); err != nil {
 		return nil, err

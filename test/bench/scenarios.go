@@ -467,7 +467,10 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	}
 	var prof <-chan error
 	if o.profile && kind.operator {
-		prof = op.cpuProfile(ctx, 63*time.Second, filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
+		// The fire only (3 s before the slot to about 3 x T0 after it):
+		// what the operator spends its CPU on while the starts are due,
+		// not the records that follow.
+		prof = op.cpuProfile(ctx, 3*time.Second+time.Duration(max(3*res.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
 	}
 	periodEnd := slot.Add(time.Minute)
 	if err := sleepUntil(ctx, periodEnd); err != nil {
