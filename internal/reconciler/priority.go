@@ -3,12 +3,15 @@ package reconciler
 import (
 	"context"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // Queue priorities. A pass that starts work (a new or edited Task, a due
@@ -21,14 +24,25 @@ import (
 // A Task whose queue just admitted its attempt goes first of all
 // (admitPriority): its place is held from that moment, so every delay
 // before its Job exists is a place left idle.
+//
+// Among the records, a Job that just finished goes first (finishPriority):
+// it ends a run, so its pass is what the user waits for (Ready, the next
+// retry, a notification), while the record of a Job just created only
+// shows what already runs. In a burst, without it a finished Job's pass
+// queued behind the records of every Job created before it (Job finished
+// to Task Ready p99 17 s at N=1000); and a Task whose Job finishes before
+// its creation was recorded gets one status write for both, since the
+// queue keeps one item per Task at the higher priority.
 const (
 	admitPriority  = 1
 	startPriority  = 0  // controller-runtime's default
-	recordPriority = -1 // above handler.LowPriority (-100), the initial list
+	finishPriority = -1 // a Job of the Task finished
+	recordPriority = -2 // any other Job event; above handler.LowPriority (-100), the initial list
 )
 
 // recordingHandler enqueues the owner Task of a Job event at
-// recordPriority.
+// recordPriority, or at finishPriority for the update that finished the
+// Job.
 type recordingHandler struct{ inner handler.EventHandler }
 
 func (h recordingHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -36,7 +50,18 @@ func (h recordingHandler) Create(ctx context.Context, e event.CreateEvent, q wor
 }
 
 func (h recordingHandler) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if finishedNow(e) {
+		h.inner.Update(ctx, e, atPriority(q, finishPriority))
+		return
+	}
 	h.inner.Update(ctx, e, atRecordPriority(q))
+}
+
+// finishedNow reports whether e is the update in which a Job finished.
+func finishedNow(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*batchv1.Job)
+	job, ok2 := e.ObjectNew.(*batchv1.Job)
+	return ok1 && ok2 && runs.JobFinished(job) && !runs.JobFinished(old)
 }
 
 func (h recordingHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -50,23 +75,30 @@ func (h recordingHandler) Generic(ctx context.Context, e event.GenericEvent, q w
 // atRecordPriority makes a priority queue add at recordPriority unless
 // told otherwise; any other queue is returned as it is.
 func atRecordPriority(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return atPriority(q, recordPriority)
+}
+
+// atPriority makes a priority queue add at prio unless told otherwise;
+// any other queue is returned as it is.
+func atPriority(q workqueue.TypedRateLimitingInterface[reconcile.Request], prio int) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		return recordQueue{pq}
+		return priorityQueueAt{pq, prio}
 	}
 	return q
 }
 
-type recordQueue struct {
+type priorityQueueAt struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
+	prio int
 }
 
-func (q recordQueue) Add(item reconcile.Request) {
+func (q priorityQueueAt) Add(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{}, item)
 }
 
-func (q recordQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+func (q priorityQueueAt) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	if o.Priority == nil {
-		o.Priority = ptr.To(recordPriority)
+		o.Priority = ptr.To(q.prio)
 	}
 	q.PriorityQueue.AddWithOpts(o, items...)
 }

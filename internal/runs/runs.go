@@ -300,6 +300,12 @@ func failureReason(c *batchv1.JobCondition) v1alpha1.Reason {
 	return v1alpha1.AttemptJobFailed
 }
 
+// JobFinished reports whether the Job controller has finished job: it
+// completed or failed.
+func JobFinished(job *batchv1.Job) bool {
+	return condition(job, batchv1.JobComplete) != nil || condition(job, batchv1.JobFailed) != nil
+}
+
 func condition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
 	for i := range job.Status.Conditions {
 		c := &job.Status.Conditions[i]
