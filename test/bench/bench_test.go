@@ -232,3 +232,32 @@ func TestAuditPolicyOnAPIServer(t *testing.T) {
 		t.Errorf("the namespace create is missing: %v", counts)
 	}
 }
+
+func TestJobCreateCostIsTheMeanServerTimeOfTheCreatesAndTheReactingWritesPerCreate(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	op := "manager/v0.0.0 (linux/amd64) kubernetes/$Format"
+	took := func(line string, d time.Duration, at time.Time) string {
+		return strings.Replace(line, `"stageTimestamp":"`+at.UTC().Format(time.RFC3339Nano)+`"`, `"stageTimestamp":"`+at.Add(d).UTC().Format(time.RFC3339Nano)+`"`, 1)
+	}
+	at := t0.Add(time.Second)
+	lines := []string{
+		took(auditLine("ResponseComplete", "create", op, "kubernetes-admin", "jobs", "", 201, at), 40*time.Millisecond, at),
+		took(auditLine("ResponseComplete", "create", op, "kubernetes-admin", "jobs", "", 201, at), 80*time.Millisecond, at),
+		auditLine("ResponseComplete", "create", "kube-controller-manager/v1.37.2", "system:serviceaccount:kube-system:job-controller", "pods", "", 201, at),
+		auditLine("ResponseComplete", "create", "kube-scheduler/v1.37.2", "system:kube-scheduler", "pods", "binding", 201, at),
+		auditLine("ResponseComplete", "patch", "kwok/v0.7.0", "kwok", "pods", "status", 200, at),
+		auditLine("ResponseComplete", "patch", op, "kubernetes-admin", "tasks", "status", 200, at),             // the operator: not reacting
+		auditLine("ResponseComplete", "create", op, "kubernetes-admin", "jobs", "", 201, t0.Add(-time.Second)), // before the window
+		auditLine("ResponseStarted", "create", op, "kubernetes-admin", "jobs", "", 201, at),                    // not the response
+	}
+	c, ok, err := jobCreateCostIn(strings.NewReader(strings.Join(lines, "\n")), "bench", t0, t0.Add(time.Minute))
+	if err != nil || !ok {
+		t.Fatalf("ok %v, err %v", ok, err)
+	}
+	if c.serverMS < 59.9 || c.serverMS > 60.1 || c.reacting != 1.5 {
+		t.Errorf("cost = %+v, want 60 ms and 1.5 reacting writes per create", c)
+	}
+	if _, ok, _ := jobCreateCostIn(strings.NewReader(strings.Join(lines, "\n")), "other", t0, t0.Add(time.Minute)); ok {
+		t.Error("a namespace without creates has a cost")
+	}
+}

@@ -20,11 +20,16 @@ import (
 // operator works, and the creates compete with its Jobs); this is the
 // operator's own cost.
 type precreatedResult struct {
+	b0         b0Result
 	t0         float64
 	firstToNth float64 // s from the operator's start (its process) to the N-th Job
 	ready      float64 // s from the operator's start to the N-th Task Ready
 	writes     writeCount
 	cpuSeconds float64
+	// cost is what the API server spent on the operator's creates, from its
+	// start to the N-th Job (audit log; not costKnown without one).
+	cost      createCost
+	costKnown bool
 }
 
 // sessionPrecreated: B0, then N one-shot Tasks with no operator, then the
@@ -36,9 +41,10 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	}
 	defer cl.down(ctx, o)
 	res := &precreatedResult{}
-	if res.t0, _, err = runB0(ctx, o, cl, false); err != nil {
+	if res.b0, err = runB0(ctx, o, cl, false); err != nil {
 		return nil, fmt.Errorf("B0: %w", err)
 	}
+	res.t0 = res.b0.t0
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, err
 	}
@@ -107,6 +113,11 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	sort.Slice(ready, func(i, k int) bool { return ready[i].Before(ready[k]) })
 	res.firstToNth = seen[n-1].Sub(start).Seconds()
 	res.ready = ready[n-1].Sub(start).Seconds()
+	if cl.audit != "" {
+		if res.cost, res.costKnown, err = jobCreateCost(cl.audit, benchNamespace, start, seen[n-1]); err != nil {
+			return nil, err
+		}
+	}
 	o.logf("precreated: operator start to %d-th Job %.2f s (%.2f x T0), to %d-th Task Ready %.2f s; writes/Task %.3f (%s) + events %.2f; operator CPU %.1f s",
 		n, res.firstToNth, res.firstToNth/res.t0, n, res.ready, res.writes.total()/float64(n), res.writes.breakdown(float64(n)),
 		res.writes.events/float64(n), res.cpuSeconds)

@@ -229,6 +229,10 @@ func (rs *results) render() string {
 		add("precreated", "operator writes per Task, events and leases apart", spread3(pf(func(p *precreatedResult) float64 { return p.writes.total() / float64(n) }), ""), "")
 		add("precreated", "  events per Task", spread(pf(func(p *precreatedResult) float64 { return p.writes.events / float64(n) }), ""), "")
 		add("precreated", "  operator CPU", secs(pf(func(p *precreatedResult) float64 { return p.cpuSeconds })), "")
+		addCreateCost(add, "precreated", "the operator's", pf(func(p *precreatedResult) float64 { return costOf(p.b0.cost, p.b0.costKnown).serverMS }),
+			pf(func(p *precreatedResult) float64 { return costOf(p.cost, p.costKnown).serverMS }),
+			pf(func(p *precreatedResult) float64 { return costOf(p.b0.cost, p.b0.costKnown).reacting }),
+			pf(func(p *precreatedResult) float64 { return costOf(p.cost, p.costKnown).reacting }))
 	}
 
 	// --- cron
@@ -319,6 +323,12 @@ func (rs *results) render() string {
 			}
 			add(sec.scen, "  status writes inside the fire (slot to last Job) per started run: operator / CronJob", spread3(fireRecords(sec.opKind), "")+" / "+spread3(fireRecords("cronjob"), ""), "")
 			add(sec.scen, "  operator: every started run in its Task's status, after the last Job", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.shown })), "")
+			if own {
+				addCreateCost(add, sec.scen, "the fire's", cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.b0.cost, c.b0.costKnown).serverMS }),
+					cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.fireCost, c.fireCostKnown).serverMS }),
+					cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.b0.cost, c.b0.costKnown).reacting }),
+					cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.fireCost, c.fireCostKnown).reacting }))
+			}
 			if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last["cronjob"] != nil {
 				a, c := last[sec.opKind], last["cronjob"]
 				add(sec.scen, "  by resource per started run (last repeat): operator", a.writes.breakdown(float64(max(a.started, 1))), "")
@@ -514,4 +524,23 @@ func preVal(r *repeatResult, f func(*precreatedResult) float64) float64 {
 		return math.NaN()
 	}
 	return f(r.pre)
+}
+
+// costOf is c, or NaNs when the audit log did not tell.
+func costOf(c createCost, known bool) createCost {
+	if !known {
+		return createCost{serverMS: math.NaN(), reacting: math.NaN()}
+	}
+	return c
+}
+
+// addCreateCost adds the rows that compare what the API server spent on
+// B0's creates with the operator's (audit log): the evidence for a ratio
+// to T0 above 1.
+func addCreateCost(add func(scen, metric, value, target string), scen, whose string, b0MS, opMS, b0React, opReact []float64) {
+	if !anyValue(opMS) {
+		return
+	}
+	add(scen, "  API server time per Job create (audit, arrival to response): B0 / "+whose+" creates", spread(b0MS, "ms")+" / "+spread(opMS, "ms"), "")
+	add(scen, "  writes of the Job controller, scheduler and kwok per Job create, same window: B0 / "+whose, spread3(b0React, "")+" / "+spread3(opReact, ""), "")
 }

@@ -29,39 +29,40 @@ const benchNamespace = "bench"
 // stay untouched) and returns their creation time too: the part of a burst
 // that is the API server's work on Tasks alone. It runs before the
 // session's operator starts.
-func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (t0, tTasks float64, err error) {
+func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Result, err error) {
 	const ns = "bench-b0"
 	if err := cl.ensureNamespace(ctx, ns); err != nil {
-		return 0, 0, err
+		return b0, err
 	}
 	owner := oneShotTask(ns, "b0-owner")
 	if err := cl.c.Create(ctx, owner); err != nil {
-		return 0, 0, err
+		return b0, err
 	}
 	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object { return b0Job(owner, i) })
 	if err != nil {
-		return 0, 0, err
+		return b0, err
 	}
-	t0 = end.Sub(start).Seconds()
-	o.logf("B0: %d Jobs in %.2f s (%.0f Jobs/s)", o.n, t0, float64(o.n)/t0)
+	b0.t0 = end.Sub(start).Seconds()
+	o.logf("B0: %d Jobs in %.2f s (%.0f Jobs/s)", o.n, b0.t0, float64(o.n)/b0.t0)
+	b0From, b0To := start, end
 	if tasks {
 		start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 			return oneShotTask(ns, fmt.Sprintf("b0-%05d", i))
 		})
 		if err != nil {
-			return 0, 0, err
+			return b0, err
 		}
-		tTasks = end.Sub(start).Seconds()
-		o.logf("B0: %d Tasks in %.2f s (%.0f Tasks/s)", o.n, tTasks, float64(o.n)/tTasks)
+		b0.tTasks = end.Sub(start).Seconds()
+		o.logf("B0: %d Tasks in %.2f s (%.0f Tasks/s)", o.n, b0.tTasks, float64(o.n)/b0.tTasks)
 	}
 
 	// Clean up, so the session's operator starts on an empty cluster. No
 	// operator has seen these Tasks, so they carry no finalizer.
 	if err := cl.c.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return 0, 0, err
+		return b0, err
 	}
 	if err := cl.c.DeleteAllOf(ctx, &v1alpha1.Task{}, client.InNamespace(ns)); err != nil {
-		return 0, 0, err
+		return b0, err
 	}
 	err = poll(ctx, 5*time.Minute, 500*time.Millisecond, func() (bool, error) {
 		var jl batchv1.JobList
@@ -74,7 +75,20 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (t0, tTasks
 		}
 		return len(jl.Items) == 0 && len(tl.Items) == 0, nil
 	})
-	return t0, tTasks, err
+	if err == nil && cl.audit != "" {
+		// Read after the cleanup, when the log surely holds the creates.
+		b0.cost, b0.costKnown, err = jobCreateCost(cl.audit, ns, b0From, b0To)
+	}
+	return b0, err
+}
+
+// b0Result is one run of B0.
+type b0Result struct {
+	t0, tTasks float64
+	// cost is what the API server spent on B0's creates (audit log; not
+	// costKnown without one).
+	cost      createCost
+	costKnown bool
 }
 
 // ---------------------------------------------------------------------------
@@ -111,7 +125,9 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	}
 	defer cl.down(ctx, o)
 	b = &burstResult{}
-	if b.t0, b.tTasks, err = runB0(ctx, o, cl, true); err != nil {
+	b0, err := runB0(ctx, o, cl, true)
+	b.t0, b.tTasks = b0.t0, b0.tTasks
+	if err != nil {
 		return nil, nil, fmt.Errorf("B0: %w", err)
 	}
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
@@ -359,6 +375,7 @@ type cronKind struct {
 }
 
 type cronResult struct {
+	b0          b0Result
 	t0          float64
 	slot        time.Time
 	n, started  int
@@ -373,6 +390,10 @@ type cronResult struct {
 	// one): records that competed with the creates that decide the skew.
 	fire       float64
 	fireStatus float64
+	// fireCost is what the API server spent on the fire's creates (audit
+	// log; not fireCostKnown without one).
+	fireCost      createCost
+	fireCostKnown bool
 	// shown is from the last Job of the slot until every started run's
 	// Task showed it (Running, or already finished), operator only.
 	shown float64
@@ -395,9 +416,10 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	}
 	defer cl.down(ctx, o)
 	res := &cronResult{n: o.n}
-	if res.t0, _, err = runB0(ctx, o, cl, false); err != nil {
+	if res.b0, err = runB0(ctx, o, cl, false); err != nil {
 		return nil, fmt.Errorf("B0: %w", err)
 	}
+	res.t0 = res.b0.t0
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, err
 	}
@@ -525,6 +547,9 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 			who = actorOperator
 		}
 		res.fireStatus = counts[who]["tasks/status"] + counts[who]["cronjobs/status"]
+		if res.fireCost, res.fireCostKnown, err = jobCreateCost(cl.audit, benchNamespace, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond)); err != nil {
+			return nil, err
+		}
 	}
 	if kind.operator {
 		res.shown = tr.shownAfter(runID, slot.Add(time.Duration(res.fire*float64(time.Second))))
