@@ -76,7 +76,9 @@
 //     priority than work to start (new Tasks too, even those of the
 //     initial list: setup.go), and a pass that created Jobs leaves the
 //     status write to the pass their events bring, so in a burst every Job
-//     is created before the status writes follow.
+//     is created before the status writes follow. Among Job events the one
+//     that finishes a Job goes first (finishPriority), so an outcome does
+//     not wait behind the records of other Tasks' new Jobs.
 //   - cache.go: the Job cache keeps only the fields runs.AttemptOf reads,
 //     so thousands of finished Jobs cost little memory.
 package reconciler
