@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/notify"
+	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/runs"
 )
 
@@ -44,10 +46,50 @@ func (p *pass) sendNotifications(ctx context.Context) error {
 			}
 		case apierrors.IsInvalid(err):
 			st.History[i].Notification = v1alpha1.NotificationFailed
-			if p.refusedNotes == nil {
-				p.refusedNotes = map[string]string{}
-			}
-			p.refusedNotes[rec.RunID] = fmt.Sprintf("run %s: the API server refused the notification Job: %v", rec.RunID, err)
+			p.noteNotification(rec.RunID, fmt.Sprintf("run %s: the API server refused the notification Job: %v", rec.RunID, err))
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// noteNotification keeps why the notification of run id failed, for its
+// event.
+func (p *pass) noteNotification(id, msg string) {
+	if p.notificationNotes == nil {
+		p.notificationNotes = map[string]string{}
+	}
+	p.notificationNotes[id] = msg
+}
+
+// findMissingNotifications (part of stage 1, observe) looks for the
+// notification Job of every run the stored status marks Pending whose Job
+// the cache does not show. Usually the cache is just behind, and the Job is
+// read from the API server. A Job that is gone was deleted before it
+// finished (the pass that marks a notification Pending creates its Job
+// before that status write): the notification is Failed, the event says
+// why, and it is not sent again, since whether the deleted Job had told
+// some webhooks already is not known. Without this it would stay Pending
+// for ever, and the run's Jobs would never be pruned.
+func (p *pass) findMissingNotifications(ctx context.Context, in *plan.Input) error {
+	for _, rec := range p.old.History {
+		if rec.Notification != v1alpha1.NotificationPending {
+			continue
+		}
+		if _, seen := in.Notifications[rec.RunID]; seen {
+			continue
+		}
+		name := jobs.NotificationName(p.task, rec.RunID)
+		job := &batchv1.Job{}
+		err := p.r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}, job)
+		switch {
+		case err == nil && job.Labels[v1alpha1.LabelNotification] == rec.RunID && runs.ControlledBy(job, p.task.UID):
+			maps.Copy(in.Notifications, notify.FromJobs(p.task.UID, []batchv1.Job{*job}))
+		case err == nil || apierrors.IsNotFound(err):
+			in.Notifications[rec.RunID] = notify.Job{Name: name, RunID: rec.RunID, Finished: true}
+			p.noteNotification(rec.RunID, fmt.Sprintf(
+				"run %s: notification Job %s was deleted before it finished; the notification is not sent again (the run's result stands)", rec.RunID, name))
 		default:
 			return err
 		}
@@ -75,8 +117,8 @@ func (p *pass) notificationEvents() {
 				fmt.Sprintf("run %s: notification sent by Job %s", h.RunID, name))
 		case v1alpha1.NotificationFailed:
 			metrics.NotificationsTotal.WithLabelValues("failed").Inc()
-			msg, refused := p.refusedNotes[h.RunID]
-			if !refused {
+			msg, noted := p.notificationNotes[h.RunID]
+			if !noted {
 				msg = fmt.Sprintf("run %s: notification not sent (the run's result stands); see `kubectl logs job/%s -n %s`", h.RunID, name, task.Namespace)
 			}
 			r.event(task, nil, eventWarning, v1alpha1.EventNotificationFailed, "Notify", msg)

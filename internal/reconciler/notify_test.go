@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -141,6 +142,44 @@ func TestASentNotificationIsRecordedOnceAndItsJobIsPrunedWithItsRun(t *testing.T
 	}
 	if n := taskEvents(t, task)[string(v1alpha1.EventNotificationSent)]; n != 1 {
 		t.Fatalf("%d NotificationSent events, want 1", n)
+	}
+}
+
+func TestANotificationWhoseJobIsDeletedBeforeItFinishesFailsAndIsNotSentAgain(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "told-gone", testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
+	note := waitNotification(t, task, runs.OneShot)
+	waitTask(t, task, "notification Pending", func(x *v1alpha1.Task) bool {
+		return len(x.Status.History) == 1 && x.Status.History[0].Notification == v1alpha1.NotificationPending
+	})
+
+	// Background: envtest runs no garbage collector to lift an orphan
+	// finalizer.
+	must(t, k8s.Delete(ctx, &note, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	got := waitTask(t, task, "notification Failed", func(x *v1alpha1.Task) bool {
+		return x.Status.History[0].Notification == v1alpha1.NotificationFailed
+	})
+	if got.Status.Phase != v1alpha1.PhaseFailed || got.Status.History[0].Result != v1alpha1.RunResultFailed {
+		t.Fatalf("the deleted notification changed the Task: %s", statusSummary(got))
+	}
+	eventually(t, "a NotificationFailed event that says the Job was deleted", func() (bool, string) {
+		var list eventsv1.EventList
+		must(t, k8s.List(ctx, &list, client.InNamespace(ns)))
+		for _, e := range list.Items {
+			if e.Reason == string(v1alpha1.EventNotificationFailed) {
+				return strings.Contains(e.Note, "was deleted before it finished"), e.Note
+			}
+		}
+		return false, "no event"
+	})
+	for range 2 {
+		reconcileOnce(t, rec, task)
+	}
+	if n := len(notificationJobs(t, task)); n != 0 {
+		t.Fatalf("%d notification Jobs after the deletion, want 0 (not sent again)", n)
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 
 // observe is stage 1: everything the decision needs. The Task's Jobs (from
 // the cache) as runs; the attempts the status records whose Job the cache
-// does not show (missing.go); the pods of active attempts whose start
+// does not show (missing.go), and likewise the notification Jobs of
+// Pending notifications (notify.go); the pods of active attempts whose start
 // check is due; and what the pods of an attempt being failed for its
 // deadline printed, while they are still there. Pods are read from the API
 // server, and only for those attempts.
@@ -29,6 +30,9 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	in := plan.Input{Task: p.task, Now: p.now, Runs: runs.FromJobs(p.task.UID, jobList),
 		Notifications: notify.FromJobs(p.task.UID, jobList)}
 	if err := p.findMissingAttempts(ctx, &in); err != nil {
+		return in, err
+	}
+	if err := p.findMissingNotifications(ctx, &in); err != nil {
 		return in, err
 	}
 	timeout := retry.StartTimeout(&p.task.Spec)

@@ -38,9 +38,10 @@ type pass struct {
 	pods map[string][]corev1.Pod
 	// notifications are the Task's notification Jobs, by run id.
 	notifications map[string]notify.Job
-	// refusedNotes says, by run id, why the API server refused a
-	// notification Job.
-	refusedNotes map[string]string
+	// notificationNotes says, by run id, why a notification failed that
+	// its Job cannot tell: the API server refused the Job, or it was
+	// deleted before it finished.
+	notificationNotes map[string]string
 }
 
 // problem is why the spec cannot be acted on, if it cannot.
