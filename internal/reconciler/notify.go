@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,7 +14,6 @@ import (
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/plan"
-	"github.com/taskops/task-operator/internal/runs"
 )
 
 // sendNotifications creates the notification Job of each run the new
@@ -41,7 +39,7 @@ func (p *pass) sendNotifications(ctx context.Context) error {
 			if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
 				return err
 			}
-			if existing.Labels[v1alpha1.LabelNotification] != rec.RunID || !runs.ControlledBy(existing, p.task.UID) {
+			if _, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*existing})[rec.RunID]; !ours {
 				return fmt.Errorf("job %s/%s exists but is not this Task's notification of run %s; delete or rename it", job.Namespace, job.Name, rec.RunID)
 			}
 		case apierrors.IsInvalid(err):
@@ -83,16 +81,16 @@ func (p *pass) findMissingNotifications(ctx context.Context, in *plan.Input) err
 		name := jobs.NotificationName(p.task, rec.RunID)
 		job := &batchv1.Job{}
 		err := p.r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}, job)
-		switch {
-		case err == nil && job.Labels[v1alpha1.LabelNotification] == rec.RunID && runs.ControlledBy(job, p.task.UID):
-			maps.Copy(in.Notifications, notify.FromJobs(p.task.UID, []batchv1.Job{*job}))
-		case err == nil || apierrors.IsNotFound(err):
-			in.Notifications[rec.RunID] = notify.Job{Name: name, RunID: rec.RunID, Finished: true}
-			p.noteNotification(rec.RunID, fmt.Sprintf(
-				"run %s: notification Job %s was deleted before it finished; the notification is not sent again (the run's result stands)", rec.RunID, name))
-		default:
+		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+		if found, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*job})[rec.RunID]; ours {
+			in.Notifications[rec.RunID] = found
+			continue
+		}
+		in.Notifications[rec.RunID] = notify.Job{Name: name, RunID: rec.RunID, Finished: true}
+		p.noteNotification(rec.RunID, fmt.Sprintf(
+			"run %s: notification Job %s was deleted before it finished; the notification is not sent again (the run's result stands)", rec.RunID, name))
 	}
 	return nil
 }
