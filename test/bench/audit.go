@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -124,6 +125,18 @@ type createCost struct {
 	// the scheduler and kwok made in the same window: pods, bindings, pod
 	// and Job status, their events. In B0 none react.
 	reacting float64
+	// known is false without an audit log or a create in the window.
+	known bool
+}
+
+// ms and react are the figures, NaN when not known.
+func (c createCost) ms() float64    { return c.or(c.serverMS) }
+func (c createCost) react() float64 { return c.or(c.reacting) }
+func (c createCost) or(x float64) float64 {
+	if !c.known {
+		return math.NaN()
+	}
+	return x
 }
 
 // reactingAgents are the user agents of the components that act on a new
@@ -132,18 +145,21 @@ type createCost struct {
 var reactingAgents = []string{"kube-controller-manager/", "kube-scheduler/", "kwok/"}
 
 // jobCreateCost reads the Job creates in namespace received in [from, to)
-// and the reacting writes received in the same window; ok is false when
-// the window holds no create.
-func jobCreateCost(path, namespace string, from, to time.Time) (c createCost, ok bool, err error) {
+// and the reacting writes received in the same window; not known when
+// there is no audit log (path "") or the window holds no create.
+func jobCreateCost(path, namespace string, from, to time.Time) (createCost, error) {
+	if path == "" {
+		return createCost{}, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return c, false, err
+		return createCost{}, err
 	}
 	defer f.Close()
 	return jobCreateCostIn(f, namespace, from, to)
 }
 
-func jobCreateCostIn(r io.Reader, namespace string, from, to time.Time) (c createCost, ok bool, err error) {
+func jobCreateCostIn(r io.Reader, namespace string, from, to time.Time) (createCost, error) {
 	var creates, reacting int
 	var server time.Duration
 	sc := bufio.NewScanner(r)
@@ -166,10 +182,11 @@ func jobCreateCostIn(r io.Reader, namespace string, from, to time.Time) (c creat
 		}
 	}
 	if err := sc.Err(); err != nil || creates == 0 {
-		return c, false, err
+		return createCost{}, err
 	}
 	return createCost{
 		serverMS: server.Seconds() * 1000 / float64(creates),
 		reacting: float64(reacting) / float64(creates),
-	}, true, nil
+		known:    true,
+	}, nil
 }

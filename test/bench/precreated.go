@@ -21,15 +21,13 @@ import (
 // operator's own cost.
 type precreatedResult struct {
 	b0         b0Result
-	t0         float64
 	firstToNth float64 // s from the operator's start (its process) to the N-th Job
 	ready      float64 // s from the operator's start to the N-th Task Ready
 	writes     writeCount
 	cpuSeconds float64
 	// cost is what the API server spent on the operator's creates, from its
-	// start to the N-th Job (audit log; not costKnown without one).
-	cost      createCost
-	costKnown bool
+	// start to the N-th Job (audit log).
+	cost createCost
 }
 
 // sessionPrecreated: B0, then N one-shot Tasks with no operator, then the
@@ -44,7 +42,6 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	if res.b0, err = runB0(ctx, o, cl, false); err != nil {
 		return nil, fmt.Errorf("B0: %w", err)
 	}
-	res.t0 = res.b0.t0
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, err
 	}
@@ -76,7 +73,7 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	defer op.stop(o)
 	var prof <-chan error
 	if o.profile {
-		prof = op.cpuProfile(ctx, time.Duration(max(3*res.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("precreated-%d.cpu.pprof", rep)))
+		prof = op.cpuProfile(ctx, time.Duration(max(3*res.b0.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("precreated-%d.cpu.pprof", rep)))
 	}
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Jobs", n), o.timeout(2*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= n }); err != nil {
 		return nil, err
@@ -113,13 +110,11 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	sort.Slice(ready, func(i, k int) bool { return ready[i].Before(ready[k]) })
 	res.firstToNth = seen[n-1].Sub(start).Seconds()
 	res.ready = ready[n-1].Sub(start).Seconds()
-	if cl.audit != "" {
-		if res.cost, res.costKnown, err = jobCreateCost(cl.audit, benchNamespace, start, seen[n-1]); err != nil {
-			return nil, err
-		}
+	if res.cost, err = jobCreateCost(cl.audit, benchNamespace, start, seen[n-1]); err != nil {
+		return nil, err
 	}
 	o.logf("precreated: operator start to %d-th Job %.2f s (%.2f x T0), to %d-th Task Ready %.2f s; writes/Task %.3f (%s) + events %.2f; operator CPU %.1f s",
-		n, res.firstToNth, res.firstToNth/res.t0, n, res.ready, res.writes.total()/float64(n), res.writes.breakdown(float64(n)),
+		n, res.firstToNth, res.firstToNth/res.b0.t0, n, res.ready, res.writes.total()/float64(n), res.writes.breakdown(float64(n)),
 		res.writes.events/float64(n), res.cpuSeconds)
 	return res, nil
 }

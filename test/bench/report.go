@@ -166,7 +166,7 @@ func (rs *results) render() string {
 	t0Cron := rs.collect(func(r *repeatResult) float64 {
 		var xs []float64
 		for _, c := range r.cron {
-			xs = append(xs, c.t0)
+			xs = append(xs, c.b0.t0)
 		}
 		return median(xs)
 	})
@@ -218,21 +218,21 @@ func (rs *results) render() string {
 	}
 
 	// --- burst of pre-created Tasks
-	if anyValue(rs.collect(func(r *repeatResult) float64 { return preVal(r, func(p *precreatedResult) float64 { return p.t0 }) })) {
+	if anyValue(rs.collect(func(r *repeatResult) float64 { return preVal(r, func(p *precreatedResult) float64 { return p.b0.t0 }) })) {
 		pf := func(f func(*precreatedResult) float64) []float64 {
 			return rs.collect(func(r *repeatResult) float64 { return preVal(r, f) })
 		}
-		rat := pf(func(p *precreatedResult) float64 { return p.firstToNth / p.t0 })
+		rat := pf(func(p *precreatedResult) float64 { return p.firstToNth / p.b0.t0 })
 		add("precreated", fmt.Sprintf("%d Tasks created first: operator start to %d-th Job", n, n), secs(pf(func(p *precreatedResult) float64 { return p.firstToNth })), "")
 		add("precreated", fmt.Sprintf("operator start to %d-th Job / T0 (ratio, target <= 1.5)", n), spread(rat, "x T0"), "<= 1.5: "+verdict(rat, func(x float64) bool { return x <= 1.5 }))
 		add("precreated", fmt.Sprintf("operator start to %d-th Task Ready", n), secs(pf(func(p *precreatedResult) float64 { return p.ready })), "")
 		add("precreated", "operator writes per Task, events and leases apart", spread3(pf(func(p *precreatedResult) float64 { return p.writes.total() / float64(n) }), ""), "")
 		add("precreated", "  events per Task", spread(pf(func(p *precreatedResult) float64 { return p.writes.events / float64(n) }), ""), "")
 		add("precreated", "  operator CPU", secs(pf(func(p *precreatedResult) float64 { return p.cpuSeconds })), "")
-		addCreateCost(add, "precreated", "the operator's", pf(func(p *precreatedResult) float64 { return costOf(p.b0.cost, p.b0.costKnown).serverMS }),
-			pf(func(p *precreatedResult) float64 { return costOf(p.cost, p.costKnown).serverMS }),
-			pf(func(p *precreatedResult) float64 { return costOf(p.b0.cost, p.b0.costKnown).reacting }),
-			pf(func(p *precreatedResult) float64 { return costOf(p.cost, p.costKnown).reacting }))
+		addCreateCost(add, "precreated", "the operator's", pf(func(p *precreatedResult) float64 { return p.b0.cost.ms() }),
+			pf(func(p *precreatedResult) float64 { return p.cost.ms() }),
+			pf(func(p *precreatedResult) float64 { return p.b0.cost.react() }),
+			pf(func(p *precreatedResult) float64 { return p.cost.react() }))
 	}
 
 	// --- cron
@@ -289,8 +289,8 @@ func (rs *results) render() string {
 				add(sec.scen, fmt.Sprintf("skew slot to Job %s: operator / CronJob", p.label),
 					spread(skew(sec.opKind, p.p), "s")+" / "+spread(skew("cronjob", p.p), "s"), "")
 			}
-			opSkewT0 := cf(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) / c.t0 })
-			cjSkewT0 := cf("cronjob", func(c *cronResult) float64 { return percentile(c.skew, 99) / c.t0 })
+			opSkewT0 := cf(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
+			cjSkewT0 := cf("cronjob", func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
 			if own {
 				add(sec.scen, "operator p99 skew / T0 (ratio, target <= 1.5)", spread(opSkewT0, "x T0"), verdict(opSkewT0, func(x float64) bool { return x <= 1.5 }))
 				add(sec.scen, "CronJob p99 skew / T0 (ratio)", spread(cjSkewT0, "x T0"), "")
@@ -324,10 +324,10 @@ func (rs *results) render() string {
 			add(sec.scen, "  status writes inside the fire (slot to last Job) per started run: operator / CronJob", spread3(fireRecords(sec.opKind), "")+" / "+spread3(fireRecords("cronjob"), ""), "")
 			add(sec.scen, "  operator: every started run in its Task's status, after the last Job", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.shown })), "")
 			if own {
-				addCreateCost(add, sec.scen, "the fire's", cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.b0.cost, c.b0.costKnown).serverMS }),
-					cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.fireCost, c.fireCostKnown).serverMS }),
-					cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.b0.cost, c.b0.costKnown).reacting }),
-					cf(sec.opKind, func(c *cronResult) float64 { return costOf(c.fireCost, c.fireCostKnown).reacting }))
+				addCreateCost(add, sec.scen, "the fire's", cf(sec.opKind, func(c *cronResult) float64 { return c.b0.cost.ms() }),
+					cf(sec.opKind, func(c *cronResult) float64 { return c.fireCost.ms() }),
+					cf(sec.opKind, func(c *cronResult) float64 { return c.b0.cost.react() }),
+					cf(sec.opKind, func(c *cronResult) float64 { return c.fireCost.react() }))
 			}
 			if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last["cronjob"] != nil {
 				a, c := last[sec.opKind], last["cronjob"]
@@ -524,14 +524,6 @@ func preVal(r *repeatResult, f func(*precreatedResult) float64) float64 {
 		return math.NaN()
 	}
 	return f(r.pre)
-}
-
-// costOf is c, or NaNs when the audit log did not tell.
-func costOf(c createCost, known bool) createCost {
-	if !known {
-		return createCost{serverMS: math.NaN(), reacting: math.NaN()}
-	}
-	return c
 }
 
 // addCreateCost adds the rows that compare what the API server spent on

@@ -75,9 +75,9 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 		}
 		return len(jl.Items) == 0 && len(tl.Items) == 0, nil
 	})
-	if err == nil && cl.audit != "" {
+	if err == nil {
 		// Read after the cleanup, when the log surely holds the creates.
-		b0.cost, b0.costKnown, err = jobCreateCost(cl.audit, ns, b0From, b0To)
+		b0.cost, err = jobCreateCost(cl.audit, ns, b0From, b0To)
 	}
 	return b0, err
 }
@@ -85,10 +85,8 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 // b0Result is one run of B0.
 type b0Result struct {
 	t0, tTasks float64
-	// cost is what the API server spent on B0's creates (audit log; not
-	// costKnown without one).
-	cost      createCost
-	costKnown bool
+	// cost is what the API server spent on B0's creates (audit log).
+	cost createCost
 }
 
 // ---------------------------------------------------------------------------
@@ -376,7 +374,6 @@ type cronKind struct {
 
 type cronResult struct {
 	b0          b0Result
-	t0          float64
 	slot        time.Time
 	n, started  int
 	late        int // runs started after the slot period (counted as missed)
@@ -391,9 +388,8 @@ type cronResult struct {
 	fire       float64
 	fireStatus float64
 	// fireCost is what the API server spent on the fire's creates (audit
-	// log; not fireCostKnown without one).
-	fireCost      createCost
-	fireCostKnown bool
+	// log).
+	fireCost createCost
 	// shown is from the last Job of the slot until every started run's
 	// Task showed it (Running, or already finished), operator only.
 	shown float64
@@ -419,7 +415,6 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	if res.b0, err = runB0(ctx, o, cl, false); err != nil {
 		return nil, fmt.Errorf("B0: %w", err)
 	}
-	res.t0 = res.b0.t0
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, err
 	}
@@ -439,7 +434,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	// Lead time: creating the objects (a few x T0) plus, for the operator,
 	// its first pass over every Task (about 2 writes each: finalizer and
 	// status), which a client-side limit stretches to 2N/qps.
-	lead := 15*time.Second + time.Duration(3*res.t0*float64(time.Second))
+	lead := 15*time.Second + time.Duration(3*res.b0.t0*float64(time.Second))
 	if kind.operator {
 		if kind.settings.qps > 0 {
 			lead += time.Duration(2.6 * float64(o.n) / kind.settings.qps * float64(time.Second))
@@ -492,7 +487,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		// The fire only (3 s before the slot to about 3 x T0 after it):
 		// what the operator spends its CPU on while the starts are due,
 		// not the records that follow.
-		prof = op.cpuProfile(ctx, 3*time.Second+time.Duration(max(3*res.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
+		prof = op.cpuProfile(ctx, 3*time.Second+time.Duration(max(3*res.b0.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
 	}
 	periodEnd := slot.Add(time.Minute)
 	if err := sleepUntil(ctx, periodEnd); err != nil {
@@ -547,7 +542,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 			who = actorOperator
 		}
 		res.fireStatus = counts[who]["tasks/status"] + counts[who]["cronjobs/status"]
-		if res.fireCost, res.fireCostKnown, err = jobCreateCost(cl.audit, benchNamespace, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond)); err != nil {
+		if res.fireCost, err = jobCreateCost(cl.audit, benchNamespace, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond)); err != nil {
 			return nil, err
 		}
 	}
