@@ -92,7 +92,11 @@ func TestAnAttemptAResourceQuotaRefusesWaitsForCapacityInsteadOfFailing(t *testi
 		_, ok := got.Status.Used[corev1.ResourcePods]
 		return ok, fmt.Sprintf("%v", got.Status)
 	})
-	create(t, testutil.NewTask(ns, "patient", testutil.StartTimeout(5), testutil.Shell(`echo "ran once there was room"`)))
+	// patient's start timeout is also the time its pod has to start once
+	// the quota has room: 20 s, since on a real node busy with the other
+	// parallel tests a pod once took more than 5 s from creation to
+	// Running, and the attempt then failed StartTimeout.
+	create(t, testutil.NewTask(ns, "patient", testutil.StartTimeout(20), testutil.Shell(`echo "ran once there was room"`)))
 	create(t, testutil.NewTask(ns, "bounded", testutil.StartTimeout(5), testutil.Shell("true"), func(task *v1alpha1.Task) {
 		task.Spec.CapacityTimeoutSeconds = ptr.To[int32](15)
 	}))
