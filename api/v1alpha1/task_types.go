@@ -119,6 +119,17 @@ type TaskSpec struct {
 	// +kubebuilder:validation:Maximum=86400
 	StartTimeoutSeconds *int32 `json:"startTimeoutSeconds,omitempty"`
 
+	// TerminationGracePeriodSeconds is how long a stopped attempt's pods
+	// (cancel, Replace, a start, capacity or deadline timeout, a deleted
+	// Task) have between SIGTERM and SIGKILL. The task's process never runs
+	// as PID 1 (the pod shares its process namespace), so a script that
+	// does not handle SIGTERM ends at once; this is the time a script that
+	// traps SIGTERM gets to clean up. Unset: 30 (the Kubernetes default).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=300
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
 	// CapacityTimeoutSeconds bounds how long an attempt may wait for
 	// capacity (its pods Unschedulable): past it the attempt fails with
 	// CapacityTimeout and is retried like any failed attempt. Unset: wait

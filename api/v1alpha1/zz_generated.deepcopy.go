@@ -592,6 +592,11 @@ func (in *TaskSpec) DeepCopyInto(out *TaskSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.TerminationGracePeriodSeconds != nil {
+		in, out := &in.TerminationGracePeriodSeconds, &out.TerminationGracePeriodSeconds
+		*out = new(int64)
+		**out = **in
+	}
 	if in.CapacityTimeoutSeconds != nil {
 		in, out := &in.CapacityTimeoutSeconds, &out.CapacityTimeoutSeconds
 		*out = new(int32)

@@ -154,6 +154,20 @@ func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.T
 	return spec
 }
 
+// DefaultTerminationGracePeriodSeconds is the grace period of a Task's
+// pods when spec.terminationGracePeriodSeconds is unset: the Kubernetes
+// default.
+const DefaultTerminationGracePeriodSeconds int64 = 30
+
+// TerminationGracePeriod is the seconds a stopped attempt's pods have
+// between SIGTERM and SIGKILL.
+func TerminationGracePeriod(task *v1alpha1.Task) int64 {
+	if g := task.Spec.TerminationGracePeriodSeconds; g != nil {
+		return *g
+	}
+	return DefaultTerminationGracePeriodSeconds
+}
+
 // KueueManaged reports whether the Task's Jobs are Kueue's to admit (the
 // Task has the kueue.x-k8s.io/queue-name label).
 func KueueManaged(task *v1alpha1.Task) bool {
@@ -237,6 +251,13 @@ func podTemplate(task *v1alpha1.Task, runID string, attempt int32, scheduled *ti
 		Affinity:           task.Spec.Affinity.DeepCopy(),
 		PriorityClassName:  task.Spec.PriorityClassName,
 		Volumes:            volumes(task.Spec.Volumes),
+		// The pause container is PID 1, not the task's process: a PID 1
+		// ignores every signal it has no handler for, so `sh -c "sleep
+		// 600"` would sit out the whole grace period after a stop. Not
+		// PID 1, it ends at SIGTERM unless it traps it, and when the
+		// container's main process ends the runtime kills what it left.
+		ShareProcessNamespace:         ptr.To(true),
+		TerminationGracePeriodSeconds: ptr.To(TerminationGracePeriod(task)),
 	}
 	for i := range task.Spec.Tolerations {
 		spec.Tolerations = append(spec.Tolerations, *task.Spec.Tolerations[i].DeepCopy())

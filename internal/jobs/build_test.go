@@ -115,6 +115,9 @@ func TestBuildShellTaskHasTheWholeContractShape(t *testing.T) {
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
+					// The shell is not PID 1, so it ends at SIGTERM.
+					ShareProcessNamespace:         ptr.To(true),
+					TerminationGracePeriodSeconds: ptr.To[int64](30),
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
 						RunAsUser:      ptr.To[int64](65532),
@@ -154,6 +157,29 @@ func TestBuildShellTaskHasTheWholeContractShape(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("Build() =\n%s\nwant\n%s", asJSON(t, got), asJSON(t, want))
+	}
+}
+
+func TestTerminationGracePeriodComesFromTheSpecOrIs30(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  *int64
+		want int64
+	}{
+		{"unset is the Kubernetes default", nil, 30},
+		{"a script that cleans up gets its time", ptr.To[int64](120), 120},
+		{"zero kills at once", ptr.To[int64](0), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := newTask(func(t *v1alpha1.Task) { t.Spec.TerminationGracePeriodSeconds = tc.set })
+			pod := Build(task, "0", 1, nil, testOpts).Spec.Template.Spec
+			if got := ptr.Deref(pod.TerminationGracePeriodSeconds, -1); got != tc.want {
+				t.Errorf("terminationGracePeriodSeconds = %d, want %d", got, tc.want)
+			}
+			if !ptr.Deref(pod.ShareProcessNamespace, false) {
+				t.Error("shareProcessNamespace is not true: the task's process would be PID 1 and ignore SIGTERM")
+			}
+		})
 	}
 }
 

@@ -49,7 +49,11 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 			if in.Pods == nil {
 				in.Pods = map[string][]retry.PodStart{}
 			}
-			in.Pods[a.JobName] = podStarts(pods)
+			starts := podStarts(pods)
+			if err := p.podWarnings(ctx, starts, timeout); err != nil {
+				return in, err
+			}
+			in.Pods[a.JobName] = starts
 			if len(pods) == 0 {
 				refused, err := p.podsRefused(ctx, a.JobName)
 				if err != nil {

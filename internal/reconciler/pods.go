@@ -54,7 +54,7 @@ func (r *TaskReconciler) listPods(ctx context.Context, task *v1alpha1.Task, jobN
 func podStarts(pods []corev1.Pod) []retry.PodStart {
 	out := make([]retry.PodStart, 0, len(pods))
 	for _, pod := range pods {
-		ps := retry.PodStart{Name: pod.Name, Created: pod.CreationTimestamp.Time}
+		ps := retry.PodStart{Name: pod.Name, Created: pod.CreationTimestamp.Time, Phase: pod.Status.Phase}
 		switch pod.Status.Phase {
 		case corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed:
 			ps.Started = true

@@ -23,20 +23,9 @@ const failedCreate = "FailedCreate"
 // server (events are not cached), only for an attempt whose start check is
 // due and that has no pod. nil when it recorded none.
 func (p *pass) podsRefused(ctx context.Context, jobName string) (*retry.Refusal, error) {
-	var list corev1.EventList
-	sel := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "involvedObject.name": jobName, "reason": failedCreate})
-	if err := p.r.APIReader.List(ctx, &list, ctrl.InNamespace(p.task.Namespace), ctrl.MatchingFieldsSelector{Selector: sel}); err != nil {
+	newest, err := p.newestEvent(ctx, fields.Set{"involvedObject.kind": "Job", "involvedObject.name": jobName, "reason": failedCreate})
+	if newest == nil || err != nil {
 		return nil, err
-	}
-	var newest *corev1.Event
-	for i := range list.Items {
-		e := &list.Items[i]
-		if newest == nil || eventTime(e).After(eventTime(newest)) {
-			newest = e
-		}
-	}
-	if newest == nil {
-		return nil, nil
 	}
 	return &retry.Refusal{Capacity: capacityRefusal(newest.Message), Message: newest.Message}, nil
 }
@@ -54,6 +43,46 @@ func capacityRefusal(msg string) bool {
 		}
 	}
 	return false
+}
+
+// podWarnings fills in, for each pod the start check will call stuck and
+// whose containers give no waiting reason, its newest Warning event: the
+// best cause the StartTimeout message can name. Read from the API server
+// (events are not cached), only for such pods.
+func (p *pass) podWarnings(ctx context.Context, pods []retry.PodStart, timeout time.Duration) error {
+	for i := range pods {
+		if !pods[i].Overdue(timeout, p.now) || pods[i].WaitingReason != "" {
+			continue
+		}
+		e, err := p.newestEvent(ctx, fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pods[i].Name, "type": corev1.EventTypeWarning})
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			pods[i].Warning = e.Reason + ": " + e.Message
+		}
+	}
+	return nil
+}
+
+// newestEvent is the newest event of the Task's namespace that matches the
+// field selector, nil when there is none.
+func (p *pass) newestEvent(ctx context.Context, match fields.Set) (*corev1.Event, error) {
+	var list corev1.EventList
+	sel := fields.SelectorFromSet(match)
+	if err := p.r.APIReader.List(ctx, &list, ctrl.InNamespace(p.task.Namespace), ctrl.MatchingFieldsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	var newest *corev1.Event
+	for i := range list.Items {
+		// Event times have whole seconds; on a tie the later in the list
+		// wins: the kubelet's event names grow with their creation time.
+		e := &list.Items[i]
+		if newest == nil || !eventTime(e).Before(eventTime(newest)) {
+			newest = e
+		}
+	}
+	return newest, nil
 }
 
 func eventTime(e *corev1.Event) time.Time {

@@ -18,6 +18,37 @@ type PodStart struct {
 	WaitingReason string
 	// WaitingMessage is the detail that goes with WaitingReason.
 	WaitingMessage string
+	// Warning is the pod's newest Warning event ("ErrImagePull: ...",
+	// "FailedMount: ..."), read only when the pod is overdue and its
+	// containers say nothing yet: under load the kubelet records the event
+	// before it puts a waiting reason in the container status.
+	Warning string
+	// Phase is the pod's phase, the cause of last resort.
+	Phase corev1.PodPhase
+}
+
+// Cause is the best account of why the pod has not started: the
+// container's waiting reason, else its newest Warning event, else its
+// phase.
+func (p PodStart) Cause() string {
+	switch {
+	case p.WaitingReason != "" && p.WaitingMessage != "":
+		return p.WaitingReason + ": " + p.WaitingMessage
+	case p.WaitingReason != "":
+		return p.WaitingReason
+	case p.Warning != "":
+		return p.Warning
+	case p.Phase != "":
+		return string(p.Phase)
+	}
+	return string(corev1.PodPending)
+}
+
+// Overdue reports whether the start timeout has passed for a pod that
+// has not started and is not waiting for a node: the start check will
+// call it stuck, so the observer reads its events for the best cause.
+func (p PodStart) Overdue(timeout time.Duration, now time.Time) bool {
+	return !p.Started && p.WaitingReason != corev1.PodReasonUnschedulable && !now.Before(p.Created.Add(timeout))
 }
 
 // StartCheck is the verdict of the start timeout on an active attempt.
@@ -88,15 +119,7 @@ func CheckStart(jobCreated time.Time, pods []PodStart, refused *Refusal, timeout
 			waiting = append(waiting, cause)
 			deadline = now.Add(timeout)
 		} else if !now.Before(deadline) {
-			why := p.WaitingReason
-			if why == "" {
-				why = "Pending"
-			}
-			msg := fmt.Sprintf("pod %s did not start within %s: %s", p.Name, timeout, why)
-			if p.WaitingMessage != "" {
-				msg += ": " + p.WaitingMessage
-			}
-			return StartCheck{Stuck: true, Message: msg}
+			return StartCheck{Stuck: true, Message: fmt.Sprintf("pod %s did not start within %s: %s", p.Name, timeout, p.Cause())}
 		}
 		if recheck.IsZero() || deadline.Before(recheck) {
 			recheck = deadline

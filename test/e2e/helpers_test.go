@@ -5,8 +5,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,20 +25,43 @@ import (
 // this machine.
 const missingImage = "127.0.0.1:9/task-operator-e2e/missing:v1"
 
-// runsUntilStopped is a shell command that runs until its pod is deleted.
-// The shell is PID 1 in its container, where a signal it has no handler for
-// is ignored: without the trap a plain `sleep` would hold its pod for the
-// whole grace period (30 s) after the delete.
-const runsUntilStopped = `trap 'exit 143' TERM; sleep 3600 & wait`
+// runsUntilStopped is a shell command that runs until its pod is stopped.
+// It needs no trap: the task's process is not PID 1 in its container (the
+// pod shares its process namespace), so SIGTERM ends it.
+const runsUntilStopped = `sleep 3600`
 
 // requireRealNode skips a test whose pods must really run (their outcome
-// comes from the shell), on a cluster whose pods are simulated.
+// comes from the shell), on a cluster whose pods are simulated. That can
+// only happen off CI: on CI the suite refuses to start without the real
+// node (requireRealNodeOnCI), and the skipped tests are listed at the end.
 func requireRealNode(t testing.TB) {
 	t.Helper()
 	if !env.cluster.RealNode() {
+		skippedMu.Lock()
+		skipped = append(skipped, t.Name())
+		skippedMu.Unlock()
 		t.Skipf("needs a real node (pods that run); this cluster's node is %q: see hack/local-cluster.sh (LOCAL_CLUSTER_NODE)", env.cluster.Node)
 	}
 }
+
+var (
+	skippedMu sync.Mutex
+	skipped   []string
+)
+
+// skippedForNode names the tests requireRealNode skipped, sorted.
+func skippedForNode() []string {
+	skippedMu.Lock()
+	defer skippedMu.Unlock()
+	out := slices.Clone(skipped)
+	slices.Sort(out)
+	return out
+}
+
+// requireRealNodeOnCI reports whether the suite must run on the real node:
+// on CI (CI=true), where a run that skipped the real containers must not
+// pass.
+func requireRealNodeOnCI() bool { return os.Getenv("CI") == "true" }
 
 // eventually polls cond until it reports done, and fails the test at the
 // deadline with what cond last said. It returns how long it took.

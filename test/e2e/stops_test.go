@@ -1,0 +1,164 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// Stops are prompt for any script. Each stop path ends the pod of a plain
+// `sleep 600` (no trap: a shell that ignores SIGTERM would hold its pod
+// for the whole grace period if it were PID 1) within stopBound of the
+// operator's decision, which the Job's stop-time annotation records
+// (whole seconds, rounded down, so the measured time is never shorter
+// than the real one).
+
+// stopBound is how long a stopped attempt's pod may take to end.
+const stopBound = 5 * time.Second
+
+// plainSleep ignores nothing and handles nothing: it ends at SIGTERM only
+// because it is not PID 1 in its container.
+const plainSleep = "sleep 600"
+
+func TestAStoppedAttemptOfAPlainSleepEndsWithinSeconds(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-stops")
+	for _, tc := range []struct {
+		name string
+		opts []testutil.TaskOpt
+		// stop stops the running attempt the way a user or a timeout does.
+		stop func(ctx context.Context, t *testing.T, task string)
+		// reason is the stopped attempt's reason.
+		reason v1alpha1.Reason
+	}{{
+		name: "cancel",
+		stop: func(ctx context.Context, t *testing.T, task string) {
+			kubectlTask(t, 30*time.Second, "cancel", task, "-n", ns)
+		},
+		reason: v1alpha1.AttemptCancelled,
+	}, {
+		name: "replace",
+		opts: []testutil.TaskOpt{testutil.Concurrency(v1alpha1.ReplaceConcurrent)},
+		stop: func(ctx context.Context, t *testing.T, task string) {
+			kubectlTask(t, 30*time.Second, "trigger", task, "-n", ns)
+		},
+		reason: v1alpha1.AttemptReplaced,
+	}, {
+		// Two replicas that do not fit the node together: index 0 runs,
+		// index 1 waits for capacity until capacityTimeoutSeconds stops the
+		// attempt, running pod and all.
+		name: "capacity-timeout",
+		opts: []testutil.TaskOpt{testutil.Replicas(2), func(t *v1alpha1.Task) {
+			t.Spec.CapacityTimeoutSeconds = ptr.To[int32](15)
+			t.Spec.Resources = &v1alpha1.Resources{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1200m")}}
+		}},
+		reason: v1alpha1.AttemptCapacityTimeout,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			name := "sleep-" + tc.name
+			create(t, testutil.NewTask(ns, name, append([]testutil.TaskOpt{testutil.Shell(plainSleep)}, tc.opts...)...))
+			job := runningJob(t, ns, name)
+			if tc.stop != nil {
+				tc.stop(ctxFor(t, time.Minute), t, name)
+			}
+			took := stoppedPodEnds(t, ns, job, tc.reason)
+			t.Logf("%s: the pod of a trap-less %q ended %s after the stop decision", tc.name, plainSleep, harness.Secs(took))
+		})
+	}
+}
+
+// runningJob waits for the Task's first Job to have a Running pod and
+// returns its name.
+func runningJob(t *testing.T, ns, task string) string {
+	t.Helper()
+	var job string
+	eventually(t, 90*time.Second, "a Running pod of task/"+task, func(ctx context.Context) (bool, string) {
+		pods, err := harness.PodsOf(ctx, env.c, ns, task)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods {
+			if p.Status.Phase == corev1.PodRunning {
+				job = p.Labels[batchv1.JobNameLabel]
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("pods %v", harness.PodPhases(pods))
+	})
+	return job
+}
+
+// stoppedPodEnds waits for the operator to stop jobName for reason, then
+// for every pod of it to end (gone, or its task container terminated),
+// and fails the test when that took longer than stopBound after the stop
+// decision. It returns how long it took.
+func stoppedPodEnds(t *testing.T, ns, jobName string, reason v1alpha1.Reason) time.Duration {
+	t.Helper()
+	var decided time.Time
+	eventually(t, 90*time.Second, "job/"+jobName+" stopped for "+string(reason), func(ctx context.Context) (bool, string) {
+		var job batchv1.Job
+		if err := env.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, &job); err != nil {
+			return false, err.Error()
+		}
+		got := job.Annotations[v1alpha1.AnnotationStopReason]
+		if got == "" {
+			return false, "not stopped yet"
+		}
+		if got != string(reason) {
+			t.Fatalf("job/%s stopped for %s, want %s", jobName, got, reason)
+		}
+		at, err := time.Parse(time.RFC3339, job.Annotations[v1alpha1.AnnotationStopTime])
+		if err != nil {
+			t.Fatalf("job/%s stop time: %v", jobName, err)
+		}
+		decided = at
+		return true, ""
+	})
+	var ended time.Time
+	eventually(t, 60*time.Second, "the pods of stopped job/"+jobName+" to end", func(ctx context.Context) (bool, string) {
+		var list corev1.PodList
+		if err := env.c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: jobName}); err != nil {
+			return false, err.Error()
+		}
+		for _, p := range list.Items {
+			if !podEnded(&p) {
+				return false, fmt.Sprintf("pod %s %s", p.Name, p.Status.Phase)
+			}
+		}
+		ended = time.Now()
+		return true, ""
+	})
+	took := ended.Sub(decided)
+	if took > stopBound {
+		t.Errorf("the pods of job/%s ended %s after the stop decision (%s), want at most %s", jobName, harness.Secs(took), decided.Format(time.RFC3339), stopBound)
+	}
+	return took
+}
+
+// podEnded reports whether a pod's task container has stopped running.
+func podEnded(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
