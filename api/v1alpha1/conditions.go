@@ -65,6 +65,14 @@ const (
 	ReasonTooManyFailures Reason = "TooManyFailures"
 )
 
+// FinalFailureReasons are the reasons the Failed condition can end with
+// (Failed=True): the README's table of final failure reasons lists exactly
+// these, and a test holds the two together.
+var FinalFailureReasons = []Reason{
+	ReasonRetriesExhausted, ReasonNotRetryable, ReasonCancelled,
+	ReasonInvalidSpec, ReasonInvalidSchedule, ReasonTooManyFailures,
+}
+
 // Reasons an attempt ends in failure. They appear in lastError, in history
 // messages and in the RetriesExhausted message.
 const (

@@ -54,6 +54,12 @@ const (
 	// consumed when it was created, so a consumed token stays consumed even
 	// if the status write of that pass is lost.
 	AnnotationRunNowToken = "batch.taskops.io/run-now-token"
+	// AnnotationRunNowTokenValue records on the Jobs of a run that a
+	// run-now token started the token itself (at most MaxRunNowTokenLength
+	// characters), so the status can name it when the run ends
+	// (status.lastFinishedRunNowToken) even after the annotation on the
+	// Task has moved on to a newer token.
+	AnnotationRunNowTokenValue = "batch.taskops.io/run-now-token-value"
 	// AnnotationOutput records on a Job what its pods printed (the tail of
 	// the log, at most 1 KiB), captured by the operator while the Job
 	// controller was failing the Job for its deadline: it deletes the pods
@@ -68,3 +74,7 @@ const (
 	// runner's structured result: the next attempt waits at least that long.
 	AnnotationRetryAfter = "batch.taskops.io/retry-after"
 )
+
+// MaxRunNowTokenLength is the longest run-now token that
+// status.lastFinishedRunNowToken can name.
+const MaxRunNowTokenLength = 256

@@ -856,6 +856,17 @@ type TaskStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	LastRunNowToken string `json:"lastRunNowToken,omitempty"`
 
+	// LastFinishedRunNowToken is the run-now token, as written in the
+	// annotation, of the newest finished run that a token started (at most
+	// 256 characters; a longer token is not recorded). It changes in the
+	// same status write that records that run's end, so
+	// `kubectl wait --for=jsonpath='{.status.lastFinishedRunNowToken}'=T`
+	// after annotating run-now=T returns only once that run has ended, and
+	// Ready/Failed then tell its outcome. Use a fresh token for every run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastFinishedRunNowToken string `json:"lastFinishedRunNowToken,omitempty"`
+
 	// LastCancelToken is the sha256 (hex) of the last consumed cancel token.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64

@@ -75,6 +75,9 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	if p.plan.RunNowToken != "" {
 		job.Annotations[v1alpha1.AnnotationRunNowToken] = p.plan.RunNowToken
 	}
+	if token := runs.RunNowToken(p.task.Annotations[v1alpha1.AnnotationRunNow], s.RunID, runs.Find(p.runs, s.RunID)); token != "" {
+		job.Annotations[v1alpha1.AnnotationRunNowTokenValue] = token
+	}
 	if created := p.r.recent.get(ctrl.ObjectKeyFromObject(job), p.now); created != nil {
 		// Created by an earlier pass of this process; not in the cache yet.
 		p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(created, s.Attempt))

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
 // The run-id grammar. A run id names one execution the user asked for and
@@ -60,3 +62,31 @@ func RunNowID(token string) string {
 // IsRunNow reports whether a run id was started by a run-now token. Such a
 // run keeps retrying while the Task is suspended.
 func IsRunNow(runID string) bool { return strings.HasPrefix(runID, "m") }
+
+// RunNowToken is the run-now token that started run runID, as the user
+// wrote it: what an attempt of the run (run, nil when it has none yet)
+// recorded, else the Task's run-now annotation when it names this run (a
+// new run, or one that ended before it had a Job). "" when neither knows
+// it, or for runs no token started.
+func RunNowToken(annotation, runID string, run *Run) string {
+	if !IsRunNow(runID) {
+		return ""
+	}
+	if run != nil {
+		for _, a := range run.Attempts {
+			if a.RunNowTokenValue != "" {
+				return a.RunNowTokenValue
+			}
+		}
+	}
+	return TokenForRun(annotation, runID)
+}
+
+// TokenForRun is token when it started run runID and is short enough to
+// be recorded (v1alpha1.MaxRunNowTokenLength), else "".
+func TokenForRun(token, runID string) string {
+	if token == "" || len(token) > v1alpha1.MaxRunNowTokenLength || RunNowID(token) != runID {
+		return ""
+	}
+	return token
+}

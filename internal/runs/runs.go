@@ -60,6 +60,10 @@ type Attempt struct {
 	// RunNowToken is the hash of the run-now token consumed when the Job
 	// was created.
 	RunNowToken string
+	// RunNowTokenValue is the run-now token that started this attempt's
+	// run, as the user wrote it (v1alpha1.AnnotationRunNowTokenValue);
+	// empty for runs no token started.
+	RunNowTokenValue string
 	// CancelToken is the hash of the cancel token the operator stopped the
 	// Job for.
 	CancelToken string
@@ -217,6 +221,12 @@ func SortOldestFirst(rs []Run) {
 	})
 }
 
+// tokenOfRun is the run-now token a Job records as its run's, when it
+// started that run (see TokenForRun).
+func tokenOfRun(job *batchv1.Job) string {
+	return TokenForRun(job.Annotations[v1alpha1.AnnotationRunNowTokenValue], job.Labels[v1alpha1.LabelRun])
+}
+
 // AttemptOf reads one Job as attempt n.
 func AttemptOf(job *batchv1.Job, n int32) Attempt {
 	a := Attempt{
@@ -227,6 +237,8 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		Generation:  annotationInt(job, v1alpha1.AnnotationGeneration),
 		RunNowToken: job.Annotations[v1alpha1.AnnotationRunNowToken],
 		CancelToken: job.Annotations[v1alpha1.AnnotationCancelToken],
+		// Only the run the token started may claim it.
+		RunNowTokenValue: tokenOfRun(job),
 		Output:      job.Annotations[v1alpha1.AnnotationOutput],
 	}
 	if v, ok := job.Annotations[v1alpha1.AnnotationRetryAfter]; ok {

@@ -2,6 +2,7 @@ package status
 
 import (
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/notify"
 )
 
@@ -62,6 +63,20 @@ func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int
 		j, seen := jobs[h.RunID]
 		if state, done := notify.Resolve(j, seen); done {
 			h.Notification = state
+		}
+	}
+}
+
+// recordFinishedToken names, in status.lastFinishedRunNowToken, the token
+// of the newest run a run-now token started among those this status ends
+// (ended runs oldest first, so the newest wins). It changes in the very
+// write that records the run's end: that is what lets plain kubectl wait
+// for one re-run and never see the previous outcome.
+func recordFinishedToken(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int, rs []runs.Run) {
+	for _, i := range ended {
+		id := st.History[i].RunID
+		if token := runs.RunNowToken(task.Annotations[v1alpha1.AnnotationRunNow], id, runs.Find(rs, id)); token != "" {
+			st.LastFinishedRunNowToken = token
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,55 @@ func TestAPendingNotificationRecordsHowItsJobEnded(t *testing.T) {
 		if st.History[0].Result != v1alpha1.RunResultFailed {
 			t.Errorf("the notification changed the run's result: %s", st.History[0].Result)
 		}
+	}
+}
+
+// The re-run recipe of plain kubectl: status.lastFinishedRunNowToken names
+// a token only in the write that records the end of the run it started.
+func TestTheFinishedRunNowTokenNamesTheRunATokenStartedOnlyOnceItEnded(t *testing.T) {
+	const old, fresh = "ci-41", "ci-42"
+	task := oneShot(testutil.Annotation(v1alpha1.AnnotationRunNow, fresh))
+	task.Status = v1alpha1.TaskStatus{ObservedGeneration: 1, LastFinishedRunNowToken: old,
+		History: []v1alpha1.RunRecord{{RunID: runs.RunNowID(old), Result: v1alpha1.RunResultFailed, Attempts: 1}}}
+	previous := failedRun(runs.RunNowID(old), ago(2*time.Hour))
+	running := testutil.MakeRun(runs.RunNowID(fresh)).Active(ago(time.Minute)).Token(fresh).Obj()
+
+	out := compute(t, task, []runs.Run{previous, running}, nil)
+	if got := out.Status.LastFinishedRunNowToken; got != old {
+		t.Fatalf("while the new run runs the field says %q, want the previous token %q", got, old)
+	}
+	// The annotation has moved on by the time the run ends: the Job's
+	// record of its token still names it.
+	out.Annotations[v1alpha1.AnnotationRunNow] = "ci-43"
+	ended := testutil.MakeRun(runs.RunNowID(fresh)).Succeeded(ago(time.Minute), ago(time.Second)).Token(fresh).Obj()
+	out = compute(t, out, []runs.Run{previous, ended}, nil)
+	if got := out.Status.LastFinishedRunNowToken; got != fresh {
+		t.Fatalf("after the run ended the field says %q, want %q", got, fresh)
+	}
+	assertRow(t, out, current(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded))
+
+	// A run no token started (a cron slot) leaves the field alone.
+	cronTask := cron()
+	cronTask.Status = v1alpha1.TaskStatus{ObservedGeneration: 1, LastFinishedRunNowToken: fresh}
+	if got := compute(t, cronTask, []runs.Run{okRun("s1", ago(time.Minute))}, nil).Status.LastFinishedRunNowToken; got != fresh {
+		t.Fatalf("a cron run changed the field to %q", got)
+	}
+}
+
+func TestARunNowTokenIsRecordedOnlyForItsOwnRunAndWithinItsLength(t *testing.T) {
+	long := strings.Repeat("x", v1alpha1.MaxRunNowTokenLength+1)
+	for _, tc := range []struct {
+		name, token, runID, want string
+	}{
+		{"the run the token started", "ci-42", runs.RunNowID("ci-42"), "ci-42"},
+		{"another token's run", "ci-42", runs.RunNowID("ci-41"), ""},
+		{"the initial run", "ci-42", runs.OneShot, ""},
+		{"a token too long to record", long, runs.RunNowID(long), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := runs.RunNowToken(tc.token, tc.runID, nil); got != tc.want {
+				t.Errorf("RunNowToken(%.12q, %s) = %q, want %q", tc.token, tc.runID, got, tc.want)
+			}
+		})
 	}
 }

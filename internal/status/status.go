@@ -100,6 +100,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	st.Queued = in.Queued
 	st.History = mergeHistory(withDropped(st.History, in.Dropped), rs, steps, in.Outputs)
 	ended := newlyFinished(&st, &task.Status)
+	recordFinishedToken(task, &st, ended, rs)
 	countFailures(task, &st, ended)
 	markNotifications(task, &st, ended, in.Notifications)
 	st.Active = activeJobs(task.Namespace, rs)

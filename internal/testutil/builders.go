@@ -202,6 +202,15 @@ func (w *RunWrapper) Output(out string) *RunWrapper {
 	return w
 }
 
+// Token records on every attempt of the run the run-now token that
+// started it, as its Jobs do.
+func (w *RunWrapper) Token(token string) *RunWrapper {
+	for i := range w.Attempts {
+		w.Attempts[i].RunNowTokenValue = token
+	}
+	return w
+}
+
 // Failing marks the last attempt as being failed by the Job controller
 // for reason (its FailureTarget condition).
 func (w *RunWrapper) Failing(reason v1alpha1.Reason) *RunWrapper {

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
@@ -175,4 +176,49 @@ func TestThePluginTriggersCancelsAndExplainsAttempts(t *testing.T) {
 	if task := mustGetTask(t, ns, "long"); task.Status.Phase != v1alpha1.PhaseFailed || len(task.Status.Active) != 0 {
 		t.Errorf("after cancel: phase %s, %d active Jobs", task.Status.Phase, len(task.Status.Active))
 	}
+}
+
+// The README's re-run recipe with plain kubectl: annotate run-now=T, wait
+// for status.lastFinishedRunNowToken=T, read Ready. Each re-run's outcome
+// is the opposite of the previous one (the script fails for run ids whose
+// first hex digit is 0-7), so a wait that returned on the previous run's
+// status would read the wrong outcome. 20 re-runs in a row.
+func TestThePlainKubectlReRunRecipeReportsEachNewOutcome(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-rerun")
+	create(t, testutil.NewTask(ns, "nightly", testutil.Shell(`case "$TASK_RUN_ID" in m[0-7]*) echo "run $TASK_RUN_ID fails" >&2; exit 3;; *) echo "run $TASK_RUN_ID passes";; esac`)))
+	kubectlWait(t, ns, "condition=Finished", "task/nightly", 90*time.Second)
+	expectCondition(t, mustGetTask(t, ns, "nightly"), v1alpha1.ConditionReady, metav1.ConditionTrue, "")
+
+	const reruns = 20
+	var took []string
+	n := 0
+	for i := range reruns {
+		wantFail := i%2 == 0 // fail after the first run's success, then alternate
+		// A token whose run the script fails (or passes), as this re-run wants.
+		var token string
+		for {
+			n++
+			token = fmt.Sprintf("ci-%d", n)
+			if fails := runs.RunNowID(token)[1] <= '7'; fails == wantFail {
+				break
+			}
+		}
+		start := time.Now()
+		kubectl(t, 30*time.Second, "annotate", "-n", ns, "task/nightly", v1alpha1.AnnotationRunNow+"="+token, "--overwrite")
+		kubectl(t, 105*time.Second, "wait", "-n", ns, "task/nightly", "--timeout=90s",
+			"--for=jsonpath={.status.lastFinishedRunNowToken}="+token)
+		ready := kubectl(t, 30*time.Second, "get", "-n", ns, "task/nightly", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		want := "True"
+		if wantFail {
+			want = "False"
+		}
+		if ready != want {
+			task := mustGetTask(t, ns, "nightly")
+			t.Fatalf("re-run %d (token %s, run %s): Ready=%s after the wait, want %s; history %+v", i+1, token, runs.RunNowID(token), ready, want, task.Status.History)
+		}
+		took = append(took, harness.Secs(time.Since(start)))
+	}
+	t.Logf("%d re-runs with plain kubectl, each reported its own outcome; annotate to outcome: %s", reruns, strings.Join(took, " "))
 }
