@@ -2,7 +2,7 @@ package reconciler
 
 import (
 	"context"
-	"strings"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,31 +18,32 @@ import (
 // the API server refuses one of its pods.
 const failedCreate = "FailedCreate"
 
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=list
+
 // podsRefused reads why the Job controller could not create the pods of an
 // attempt that has none: its newest FailedCreate event, read from the API
 // server (events are not cached), only for an attempt whose start check is
-// due and that has no pod. nil when it recorded none.
+// due and that has no pod; nil when it recorded none. Whether the refusal
+// waits for capacity is retry.ClassifyRefusal's decision, from the
+// namespace's ResourceQuotas (read only for a quota's refusal) and the
+// Task's resources.
 func (p *pass) podsRefused(ctx context.Context, jobName string) (*retry.Refusal, error) {
 	newest, err := p.newestEvent(ctx, fields.Set{"involvedObject.kind": "Job", "involvedObject.name": jobName, "reason": failedCreate})
 	if newest == nil || err != nil {
 		return nil, err
 	}
-	return &retry.Refusal{Capacity: capacityRefusal(newest.Message), Message: newest.Message}, nil
-}
-
-// capacityRefusal reports whether the API server refused a pod for
-// capacity: a ResourceQuota that is used up, or a LimitRange. The Job
-// controller passes on only the API server's message, so this reads the
-// wording of the two admission plugins (ResourceQuota: "exceeded quota";
-// LimitRanger: "usage per Container/Pod"); anything else (a missing
-// ServiceAccount, a webhook's refusal) is a broken spec.
-func capacityRefusal(msg string) bool {
-	for _, s := range []string{"exceeded quota", "usage per Container", "usage per Pod"} {
-		if strings.Contains(msg, s) {
-			return true
+	var quotas corev1.ResourceQuotaList
+	if retry.QuotaRefusal(newest.Message) {
+		if err := p.r.APIReader.List(ctx, &quotas, ctrl.InNamespace(p.task.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing ResourceQuotas: %w", err)
 		}
 	}
-	return false
+	var requests, limits corev1.ResourceList
+	if res := p.task.Spec.Resources; res != nil {
+		requests, limits = res.Requests, res.Limits
+	}
+	refusal := retry.ClassifyRefusal(newest.Message, requests, limits, quotas.Items)
+	return &refusal, nil
 }
 
 // podWarnings fills in, for each pod the start check will call stuck and

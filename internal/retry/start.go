@@ -74,21 +74,12 @@ func StartCheckDue(jobCreated time.Time, timeout time.Duration, now time.Time) b
 	return !now.Before(jobCreated.Add(timeout))
 }
 
-// Refusal is why the Job controller could not create an attempt's pods:
-// the message of its newest FailedCreate event, and whether the refusal is
-// for capacity (a ResourceQuota or a LimitRange) rather than a broken spec
-// (a missing ServiceAccount, say).
-type Refusal struct {
-	Capacity bool
-	Message  string
-}
-
 // CheckStart applies the start timeout to an active attempt: it is stuck
 // when one of its pods is neither Running nor terminated timeout after the
 // pod was created, or when the Job still has no pod at all timeout after
 // it was created (a missing ServiceAccount keeps pods from being created).
-// A Job whose pods a ResourceQuota or LimitRange refuses (refused) waits
-// for capacity instead, and is looked at again a timeout later.
+// A Job whose pods a used-up ResourceQuota refuses (refused, Capacity)
+// waits for capacity instead, and is looked at again a timeout later.
 func CheckStart(jobCreated time.Time, pods []PodStart, refused *Refusal, timeout time.Duration, now time.Time) StartCheck {
 	if len(pods) == 0 {
 		deadline := jobCreated.Add(timeout)

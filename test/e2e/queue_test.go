@@ -73,16 +73,18 @@ func TestATeamQueueRunsAtMostTwoRealTasksAtOnceAndAPriorityTaskJumpsTheLine(t *t
 	t.Logf("kubectl get tq:\n%s", tq)
 }
 
-// A ResourceQuota that leaves no room for a pod keeps an attempt waiting
-// for capacity (WaitingForCapacity, the quota's refusal as the cause)
-// instead of failing it with StartTimeout; capacityTimeoutSeconds bounds
-// the wait when set; once the quota has room the attempt runs.
+// A ResourceQuota that is used up (one pod allowed, and another Task's pod
+// holds it) keeps an attempt waiting for capacity (WaitingForCapacity, the
+// quota's refusal as the cause) instead of failing it with StartTimeout;
+// capacityTimeoutSeconds bounds the wait when set; once the quota has room
+// the attempt runs. (A quota whose whole limit is below what one pod asks
+// can never make room: that is StartTimeout, see refused_test.go.)
 func TestAnAttemptAResourceQuotaRefusesWaitsForCapacityInsteadOfFailing(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-quota")
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-room"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one-pod"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
 	create(t, quota)
 	eventually(t, 30*time.Second, "the quota controller counts the namespace", func(ctx context.Context) (bool, string) {
 		got := &corev1.ResourceQuota{}
@@ -92,6 +94,9 @@ func TestAnAttemptAResourceQuotaRefusesWaitsForCapacityInsteadOfFailing(t *testi
 		_, ok := got.Status.Used[corev1.ResourcePods]
 		return ok, fmt.Sprintf("%v", got.Status)
 	})
+	// holder's pod takes the quota's one place and keeps it.
+	create(t, testutil.NewTask(ns, "holder", testutil.Shell(runsUntilStopped)))
+	runningJob(t, ns, "holder")
 	// patient's start timeout is also the time its pod has to start once
 	// the quota has room: 20 s, since on a real node busy with the other
 	// parallel tests a pod once took more than 5 s from creation to

@@ -37,6 +37,9 @@ func TestRealFailuresReachLastError(t *testing.T) {
 	missingSecret := func(task *v1alpha1.Task) {
 		task.Spec.Env = []v1alpha1.EnvVar{{Name: "PASSWORD", ValueFrom: &v1alpha1.EnvVarSource{SecretKeyRef: &v1alpha1.KeySelector{Name: "no-such-secret", Key: "password"}}}}
 	}
+	overLimitRange := func(task *v1alpha1.Task) {
+		task.Spec.Resources = &v1alpha1.Resources{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	}
 	cases := []struct {
 		name string
 		opts []testutil.TaskOpt
@@ -53,7 +56,14 @@ func TestRealFailuresReachLastError(t *testing.T) {
 		// yet on a busy machine, by its Warning event ("Error: secret ...
 		// not found").
 		{"no-secret", []testutil.TaskOpt{missingSecret, testutil.StartTimeout(5)}, []string{string(v1alpha1.AttemptStartTimeout), "no-such-secret"}},
+		// The namespace's LimitRange allows at most 1 CPU per container:
+		// a pod asking for 2 can never be created, so the attempt is
+		// broken (StartTimeout with the LimitRange's words), not waiting
+		// for capacity for ever.
+		{"over-limitrange", []testutil.TaskOpt{overLimitRange, testutil.StartTimeout(5)}, []string{string(v1alpha1.AttemptStartTimeout), "no pod was created", "maximum cpu usage per Container is 1"}},
 	}
+	must(t, env.c.Create(ctxFor(t, 10*time.Second), &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "max-one-cpu"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}))
 	for _, c := range cases {
 		create(t, testutil.NewTask(ns, c.name, c.opts...))
 	}
