@@ -116,6 +116,9 @@ const (
 	EventJobsDeleted     Reason = "JobsDeleted"
 	EventTaskExpired     Reason = "TaskExpired"
 	EventCleanupFailed   Reason = "CleanupFailed"
+	// EventDeleted: the finalizer let a deleted Task go; the message names
+	// the Jobs it deleted and any notification it did not wait for.
+	EventDeleted Reason = "Deleted"
 	// EventJobLabelsRestored: a child Job had lost the labels the operator
 	// finds its Jobs by; they were put back.
 	EventJobLabelsRestored Reason = "JobLabelsRestored"

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +22,10 @@ const (
 	// every target (4 x 3 x 10 s, plus the pauses) fits well within it.
 	notificationDeadlineSeconds = 180
 )
+
+// NotificationDeadline is how long a notification Job may run at most
+// (its activeDeadlineSeconds): a deleted Task waits no longer for one.
+const NotificationDeadline = notificationDeadlineSeconds * time.Second
 
 // NotificationName is the deterministic name of the notification Job of a
 // run: the attempt Job name's pattern with "n" in place of the attempt

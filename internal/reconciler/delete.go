@@ -2,6 +2,9 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,44 +15,119 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/notify"
 )
 
+// notificationWait bounds how long a deleted Task waits for its
+// notifications to be sent: a notification Job's own deadline plus time
+// for the Job controller to mark it finished. A notification is part of
+// the run's outcome that someone was promised; a CI job that deletes its
+// Task right after `kubectl wait` must not lose it. Past the bound the
+// Task goes anyway: a delete never hangs on a webhook.
+const notificationWait = jobs.NotificationDeadline + 30*time.Second
+
 // reconcileDelete stops a deleted Task's Jobs and their pods, then lets the
-// Task go. Jobs are deleted with propagationPolicy Background, so their
-// pods follow without the finalizer waiting on them. In a namespace being
-// deleted the namespace controller removes the Jobs anyway, so a failure
-// there never blocks the namespace.
+// Task go. Attempt Jobs are deleted at once (propagationPolicy Background,
+// so their pods follow without the finalizer waiting on them); a
+// notification Job that has not finished is left to send, up to
+// notificationWait after the delete, and its end brings the next pass. In
+// a namespace being deleted nothing waits: the namespace controller removes
+// the Jobs anyway, so the finalizer never blocks the namespace.
 func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(task, v1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	if err := r.deleteJobs(ctx, task); err != nil {
-		if !r.namespaceTerminating(ctx, task.Namespace) {
+	now := r.Clock.Now()
+	jobList, err := r.listJobs(ctx, task)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("delete: listing Jobs: %w", err)
+	}
+	terminating := r.namespaceTerminating(ctx, task.Namespace)
+	sending := unsentNotifications(task, jobList)
+	waitUntil := task.DeletionTimestamp.Add(notificationWait)
+	wait := len(sending) > 0 && !terminating && now.Before(waitUntil)
+	keep := map[string]bool{}
+	if wait {
+		for _, name := range sending {
+			keep[name] = true
+		}
+	}
+	deleted, err := r.deleteJobs(ctx, jobList, keep)
+	if err != nil {
+		if !terminating {
 			r.event(task, nil, eventWarning, v1alpha1.EventCleanupFailed, "DeleteJobs", "could not delete the Task's Jobs: "+err.Error())
-			return reconcile.Result{}, err
+			return reconcile.Result{}, fmt.Errorf("delete: %w", err)
 		}
 		log.FromContext(ctx).Info("namespace is terminating; leaving the Jobs to it", "error", err.Error())
 	}
+	if wait {
+		log.FromContext(ctx).Info("deleted Task waits for its notifications", "jobs", sending, "until", waitUntil)
+		return reconcile.Result{RequeueAfter: waitUntil.Sub(now)}, nil
+	}
+	// Only this finalizer goes, and only from the version read: a merge
+	// patch of metadata.finalizers replaces the whole list, so without
+	// the lock a finalizer another controller added meanwhile would be
+	// lost. A conflict runs the pass again.
 	base := task.DeepCopy()
 	controllerutil.RemoveFinalizer(task, v1alpha1.Finalizer)
-	return reconcile.Result{}, ctrl.IgnoreNotFound(r.Client.Patch(ctx, task, ctrl.MergeFrom(base)))
+	if err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+		if err = ctrl.IgnoreNotFound(err); err != nil {
+			return onConflict(ctx, fmt.Errorf("delete: removing the finalizer: %w", err))
+		}
+		return reconcile.Result{}, nil
+	}
+	r.event(task, nil, eventNormal, v1alpha1.EventDeleted, "Delete", deletedNote(deleted, jobList, sending, wait, terminating))
+	return reconcile.Result{}, nil
 }
 
-// deleteJobs deletes every Job the Task controls.
-func (r *TaskReconciler) deleteJobs(ctx context.Context, task *v1alpha1.Task) error {
-	jobs, err := r.listJobs(ctx, task)
-	if err != nil {
-		return err
-	}
-	for i := range jobs {
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: jobs[i].Namespace, Name: jobs[i].Name}}
-		err := r.Client.Delete(ctx, job, ctrl.PropagationPolicy(metav1.DeletePropagationBackground),
-			ctrl.Preconditions{UID: &jobs[i].UID})
-		if ctrl.IgnoreNotFound(err) != nil {
-			return err
+// unsentNotifications are the Task's notification Jobs that have not
+// finished: each may still tell its webhooks about a run.
+func unsentNotifications(task *v1alpha1.Task, jobList []batchv1.Job) []string {
+	var out []string
+	for _, n := range notify.FromJobs(task.UID, jobList) {
+		if !n.Finished {
+			out = append(out, n.Name)
 		}
 	}
-	return nil
+	return out
+}
+
+// deletedNote is the Deleted event's text: what the finalizer cleaned up.
+func deletedNote(deleted []string, all []batchv1.Job, sending []string, waited, terminating bool) string {
+	var b strings.Builder
+	switch len(deleted) {
+	case 0:
+		b.WriteString("the Task had no Jobs left to delete")
+	default:
+		fmt.Fprintf(&b, "deleted %d Jobs (%s)", len(deleted), strings.Join(deleted, ", "))
+	}
+	switch {
+	case len(sending) > 0 && terminating:
+		fmt.Fprintf(&b, "; the namespace is being deleted, so %d unfinished notification Jobs were not waited for", len(sending))
+	case len(sending) > 0 && !waited:
+		fmt.Fprintf(&b, "; %d notification Jobs had not finished %s after the delete and were deleted", len(sending), notificationWait)
+	}
+	return b.String()
+}
+
+// deleteJobs deletes the Task's Jobs except those named in keep, and
+// returns the names it deleted.
+func (r *TaskReconciler) deleteJobs(ctx context.Context, jobList []batchv1.Job, keep map[string]bool) ([]string, error) {
+	var deleted []string
+	for i := range jobList {
+		if keep[jobList[i].Name] {
+			continue
+		}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: jobList[i].Namespace, Name: jobList[i].Name}}
+		err := r.Client.Delete(ctx, job, ctrl.PropagationPolicy(metav1.DeletePropagationBackground),
+			ctrl.Preconditions{UID: &jobList[i].UID})
+		if ctrl.IgnoreNotFound(err) != nil {
+			return deleted, fmt.Errorf("deleting job %s: %w", job.Name, err)
+		}
+		deleted = append(deleted, job.Name)
+	}
+	return deleted, nil
 }
 
 // namespaceTerminating reports whether a namespace is being deleted.

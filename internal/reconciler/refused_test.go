@@ -41,7 +41,9 @@ func TestRefusalsAreClassifiedFromTheRealAPIServersMessages(t *testing.T) {
 		}
 		return err.Error()
 	}
-	cpu := func(v string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)} }
+	cpu := func(v string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+	}
 	var quotas corev1.ResourceQuotaList
 	must(t, k8s.List(ctx, &quotas))
 

@@ -239,7 +239,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		CancelToken: job.Annotations[v1alpha1.AnnotationCancelToken],
 		// Only the run the token started may claim it.
 		RunNowTokenValue: tokenOfRun(job),
-		Output:      job.Annotations[v1alpha1.AnnotationOutput],
+		Output:           job.Annotations[v1alpha1.AnnotationOutput],
 	}
 	if v, ok := job.Annotations[v1alpha1.AnnotationRetryAfter]; ok {
 		secs, _ := strconv.ParseInt(v, 10, 64)

@@ -2,8 +2,8 @@ package status
 
 import (
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/notify"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // newlyFinished are the indexes of the records of st.History (newest

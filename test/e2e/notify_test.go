@@ -16,6 +16,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -266,4 +267,38 @@ func TestOperatorKilledBetweenARunsEndAndItsNotification(t *testing.T) {
 	if noteJobs != 1 || len(hook.of("told-once")) != 1 {
 		t.Errorf("%d notification Jobs and %d requests, want exactly 1 of each", noteJobs, len(hook.of("told-once")))
 	}
+}
+
+// A CI job that deletes its Task 1 s after `kubectl wait` saw it finish
+// still delivers the notification, exactly once: the finalizer keeps the
+// notification Job until it has sent, then lets the Task go (Deleted).
+func TestATaskDeletedRightAfterItFinishedStillNotifiesOnce(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-notify-delete")
+	hook := webhookOnBridge(t)
+	task := testutil.NewTask(ns, "ci-step", testutil.Shell(`echo "step done"`))
+	task.Spec.Notify = []v1alpha1.Notification{{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnSucceeded}, URL: hook.url + "/hook/ci-step"}}
+	create(t, task)
+	kubectlWait(t, ns, "condition=Finished", "task/ci-step", 90*time.Second)
+	// The scenario itself, not a wait for a condition: the delete comes
+	// 1 s after the run was seen finished.
+	time.Sleep(time.Second)
+	kubectl(t, 30*time.Second, "delete", "-n", ns, "task/ci-step", "--wait=false")
+	gone := eventually(t, 3*time.Minute, "the deleted Task to be gone", func(ctx context.Context) (bool, string) {
+		_, err := harness.GetTask(ctx, env.c, ns, "ci-step")
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%v", err)
+	})
+	if n := len(hook.of("ci-step")); n != 1 {
+		t.Fatalf("the webhook got %d notifications of the deleted Task, want exactly 1", n)
+	}
+	events := kubectl(t, 20*time.Second, "get", "events", "-n", ns, "--field-selector", "reason="+string(v1alpha1.EventDeleted), "-o", "jsonpath={.items[*].message}")
+	if !strings.Contains(events, "deleted") {
+		t.Errorf("no Deleted event naming what was cleaned up: %q", events)
+	}
+	t.Logf("deleted %s after it finished; gone %s after the delete, with its notification sent once; Deleted: %s",
+		harness.Secs(time.Second), harness.Secs(gone), events)
 }
