@@ -279,11 +279,12 @@ stray_pids() { # stray_pids: our components still running without a pid file (Li
 stop_all() {
   # The real node first (its pods, then containerd, then what they left on
   # the host), then clients, so they do not spin on a vanished API server;
-  # etcd last.
-  real_node_down
-  stop_components kwok kube-scheduler kube-controller-manager
-  stop_components kube-apiserver
-  stop_components etcd
+  # etcd last. No step stops the others: what fails is recorded
+  # (down_problem) and reported at the end, after everything was tried.
+  real_node_down || down_problem "the real node did not go down cleanly"
+  stop_components kwok kube-scheduler kube-controller-manager || down_problem "could not stop kwok, the scheduler or the controller-manager"
+  stop_components kube-apiserver || down_problem "could not stop kube-apiserver"
+  stop_components etcd || down_problem "could not stop etcd"
   # A process whose pid file was lost (DIR wiped while running, or an `up`
   # killed at the wrong moment) is still ours if its arguments point into DIR.
   local p
@@ -795,7 +796,12 @@ cmd_down() {
   check_host_clean
   local left
   left=$(stray_pids)
-  [ -z "$left" ] || die "processes still running: $left"
+  [ -z "$left" ] || down_problem "processes still running: $left"
+  if [ ${#DOWN_PROBLEMS[@]} -gt 0 ]; then
+    log "down ($dir), but not clean:"
+    printf 'local-cluster:   - %s\n' "${DOWN_PROBLEMS[@]}" >&2
+    exit 1
+  fi
   log "down ($dir)"
 }
 

@@ -183,8 +183,30 @@ remove_cgroups() { # deepest first; a cgroup with processes left in it stays (an
 unmount_under() {
   local m
   while read -r m; do
-    umount -l "$m" 2>/dev/null || log "warning: could not unmount $m"
+    umount -l "$m" 2>/dev/null || down_problem "could not unmount $m"
   done < <(awk -v d="$1" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r)
+}
+
+# down_problem records what `down` could not clean: it goes on with the
+# rest, reports them all at the end and only then fails.
+DOWN_PROBLEMS=()
+down_problem() {
+  log "warning: $*"
+  DOWN_PROBLEMS+=("$*")
+}
+
+# remove_path removes a path `down` owns. A pod's network namespace file
+# under /run/netns is a bind mount and can be busy for a moment after its
+# pod went: detach what is mounted below the path (lazily), then retry.
+remove_path() {
+  local p=$1 try
+  for try in 1 2 3 4 5; do
+    unmount_under "$p"
+    rm -rf "$p" 2>/dev/null && return 0
+    sleep 0.5
+  done
+  rm -rf "$p" 2>&1 | head -n 3 >&2 || true
+  down_problem "could not remove $p"
 }
 
 # ---------------------------------------------------------------------------
@@ -357,23 +379,23 @@ real_node_down() {
   local nd p
   nd=$(node_dir)
   [ -d "$nd" ] || return 0
-  stop_components kubelet
+  stop_components kubelet || down_problem "could not stop the kubelet"
   if pid_of containerd >/dev/null && [ -x "$BIN_DIR/crictl" ]; then
     # Through the CRI, so containerd's CRI store stays consistent (removing
     # its containers with ctr corrupts it).
     timeout 60 "$BIN_DIR/crictl" --runtime-endpoint "unix://$nd/containerd/containerd.sock" rmp -a -f >/dev/null 2>&1 ||
       log "warning: crictl rmp -a -f failed"
   fi
-  stop_components containerd
+  stop_components containerd || down_problem "could not stop containerd"
   # Shims outlive containerd by design; ours name our socket.
   local args
   while read -r p args; do
     [[ $args != *"-address $nd/containerd/containerd.sock"* ]] || kill -KILL "$p" 2>/dev/null || true
   done < <(processes)
   unmount_under "$nd"
-  if [ -n "${CGROUP_ROOT:-}" ]; then remove_cgroups; fi
+  if [ -n "${CGROUP_ROOT:-}" ]; then remove_cgroups || down_problem "could not remove the cgroups under $CGROUP_ROOT"; fi
   if [ -n "${BRIDGE_NAME:-}" ] && ip link show "$BRIDGE_NAME" >/dev/null 2>&1; then
-    ip link del "$BRIDGE_NAME" || log "warning: could not delete bridge $BRIDGE_NAME"
+    ip link del "$BRIDGE_NAME" || down_problem "could not delete bridge $BRIDGE_NAME"
   fi
   if [ -f "$nd/host-paths" ]; then
     local other
@@ -383,9 +405,9 @@ real_node_down() {
       cp "$nd/host-paths" "$other/node/host-paths"
     else
       while read -r p; do
-        [ -n "$p" ] && rm -rf "$p"
+        [ -z "$p" ] || remove_path "$p"
       done <"$nd/host-paths"
     fi
   fi
-  rm -rf "$nd"
+  remove_path "$nd"
 }
