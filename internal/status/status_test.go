@@ -21,7 +21,7 @@ var now = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 func ago(d time.Duration) time.Time { return now.Add(-d) }
 
 // row is one row of the contract's conditions table
-// (../shared/spec/task-api.md, "Conditions"): the phase, the four
+// (docs/api.md, "Conditions"): the phase, the four
 // conditions' statuses and the kstatus verdict.
 type row struct {
 	phase                              v1alpha1.TaskPhase

@@ -7,5 +7,5 @@
 // Shortcut: Kueue v0.17.0 with its internal certificate management off
 // reads its metrics certificate from the fixed path
 // /etc/kueue/metrics/certs; the suite creates that folder for the run and
-// removes what it created (../shared/notes/kueue.md).
+// removes what it created.
 package kueue
