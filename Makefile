@@ -66,6 +66,19 @@ define node-deps-or-fallback
 	fi
 endef
 
+# suite-then-down PREFIX,NAME,COMMAND runs a suite that starts a local
+# cluster (in $(PREFIX)_CLUSTER_DIR, else tmp/NAME-cluster). The suite
+# brings its cluster down itself, also on Ctrl-C; when it fails in a way
+# that skips its own teardown (a `go test -timeout` panic, a crash), this
+# brings it down, so no process of the local cluster outlives a failed
+# run. PREFIX_KEEP_CLUSTER=1 keeps it for a post-mortem.
+define suite-then-down
+	@set +e; $(3); rc=$$?; \
+	if [ $$rc -ne 0 ] && [ "$${$(1)_KEEP_CLUSTER:-}" != 1 ]; then \
+	  hack/local-cluster.sh down --dir "$${$(1)_CLUSTER_DIR:-tmp/$(2)-cluster}" || true; \
+	fi; exit $$rc
+endef
+
 .PHONY: test
 test: test-integration check-prometheus test-e2e ## Run all tests: unit, integration (envtest), the shipped alert rules and dashboard, and end to end on a real node (builds the control plane on first use).
 
@@ -94,15 +107,15 @@ fuzz: ## Fuzz Task admission and the reconciler against envtest, FUZZTIME per ta
 
 .PHONY: test-reliability
 test-reliability: ## Reliability and security scenarios on a local control plane (~17 min).
-	go test -tags reliability ./test/reliability/ -count=1 -timeout 60m -v
+	$(call suite-then-down,RELIABILITY,reliability,go test -tags reliability ./test/reliability/ -count=1 -timeout 60m -v)
 
 .PHONY: test-kueue
 test-kueue: ## Tasks queued by a real Kueue (v0.17.0, built from the Go module proxy on first use, ~3 min) on a local cluster with a kwok node (~2 min).
-	go test -tags kueue ./test/kueue/ -count=1 -timeout 20m -v
+	$(call suite-then-down,KUEUE,kueue,go test -tags kueue ./test/kueue/ -count=1 -timeout 20m -v)
 
 .PHONY: test-reliability-fast
 test-reliability-fast: ## The fast subset of the reliability scenarios (~4 min).
-	RELIABILITY_FAST=1 go test -tags reliability ./test/reliability/ -count=1 -timeout 20m -v
+	$(call suite-then-down,RELIABILITY,reliability,RELIABILITY_FAST=1 go test -tags reliability ./test/reliability/ -count=1 -timeout 20m -v)
 
 BENCH_N ?= 1000
 BENCH_ARGS ?=
@@ -133,7 +146,7 @@ demo: image ## Show the operator end to end on a throwaway local cluster with a 
 .PHONY: test-e2e
 test-e2e: image ## End-to-end tests on a local cluster with a real node (tmp/e2e-cluster): the operator as a process and deployed from config/default.
 	$(node-deps-or-fallback)
-	E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) go test -tags e2e ./test/e2e/ -count=1 -timeout 30m -v
+	$(call suite-then-down,E2E,e2e,E2E_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) go test -tags e2e ./test/e2e/ -count=1 -timeout 30m -v)
 
 ##@ Deployment
 
