@@ -443,6 +443,27 @@ func TestTheSamplesAreAccepted(t *testing.T) {
 	}
 }
 
+// A sample either runs as it is on the local cluster or says, in its first
+// line, that it is a template and what to replace: one that names an
+// example.com image or URL without that line would fail for a user who
+// applies it as it is.
+func TestSamplesThatCannotRunAsTheyAreSayTheyAreTemplates(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(testutil.RepoRoot(), "samples", "*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("samples: %v %v", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		template := strings.HasPrefix(string(data), "# TEMPLATE: replace ")
+		if strings.Contains(string(data), "example.com") && !template {
+			t.Errorf("%s names example.com but does not begin with \"# TEMPLATE: replace ...\"", filepath.Base(f))
+		}
+	}
+}
+
 // YAML 1.1 reads an unquoted `on` key as the boolean true, so a manifest
 // written like GitHub Actions' loses the field: the refusal says to quote
 // it.
