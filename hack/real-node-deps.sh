@@ -46,9 +46,14 @@ command -v apt-get >/dev/null || { say "missing: $need, and no apt-get"; exit 1;
 say "installing: $need"
 t0=$SECONDS
 # The package lists may be missing or stale on a fresh machine.
-DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+cannot() {
+  say "cannot install $need ($1): without them this machine has no real node, so the"
+  say "end-to-end tests cannot run real containers (on CI, CI=true, that fails the run)"
+  exit 1
+}
+DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || cannot "apt-get update failed"
 # shellcheck disable=SC2086 # a list of package names
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >&2
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >&2 || cannot "apt-get install failed"
 need=$(missing)
-[ -z "$need" ] || { say "still missing after apt-get install: $need"; exit 1; }
+[ -z "$need" ] || cannot "still missing after apt-get install"
 say "installed in $((SECONDS - t0)) s"
