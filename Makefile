@@ -89,8 +89,13 @@ check-prometheus: ## Validate config/prometheus (rules as promtool does; every q
 	cd hack/promcheck && METRIC_NAMES=$(CURDIR)/tmp/metric-names.txt go test ./... -count=1
 
 .PHONY: test-integration
-test-integration: vet verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop).
+test-integration: vet verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop), and the reconciler's once without its speed shortcuts.
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./... -count=1
+	$(MAKE) --no-print-directory test-no-shortcuts
+
+.PHONY: test-no-shortcuts
+test-no-shortcuts: ## The reconciler's envtest suite and the reconcile fuzz seeds with every speed shortcut off (--fast-path=false): a failure here is a correctness bug.
+	TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./internal/reconciler/ ./test/fuzz/ -count=1
 
 .PHONY: build
 build: ## Build the manager, the task runner and the kubectl plugin into bin/.

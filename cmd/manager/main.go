@@ -49,6 +49,7 @@ type options struct {
 	pprofAddr               string
 	leaderElect             bool
 	serviceAccountOptIn     bool
+	fastPath                bool
 	leaderElectionNamespace string
 	shellImage, runnerImage string
 	maxConcurrent           int
@@ -73,6 +74,7 @@ func parseFlags() options {
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flag.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
+	flag.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/reconciler/shortcuts.go)")
 	flag.Parse()
 	return o
 }
@@ -122,7 +124,7 @@ func run(o options) error {
 		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
-		Cache:                  reconciler.CacheOptions(),
+		Cache:                  reconciler.CacheOptions(!o.fastPath),
 	}
 	// With leader election the manager gets a Lease lock built here, wrapped
 	// so the reconciler can tell whether the lease is still held (see
@@ -172,6 +174,7 @@ func run(o options) error {
 		Logs:      reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
 
 		ServiceAccountOptIn: o.serviceAccountOptIn,
+		NoShortcuts:         !o.fastPath,
 	}
 	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
 		r.Lease = lease

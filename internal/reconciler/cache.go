@@ -13,7 +13,16 @@ import (
 // Jobs, trimmed to what the operator reads (trimJob), no managed fields, and
 // no pods at all (they are read directly and rarely). Tasks are kept whole
 // (minus managed fields): a pass reads their spec, metadata and status.
-func CacheOptions() cache.Options {
+// Without shortcuts (NoShortcuts) the Jobs are cached whole, as they are.
+func CacheOptions(noShortcuts bool) cache.Options {
+	if noShortcuts {
+		return cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})},
+			},
+		}
+	}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

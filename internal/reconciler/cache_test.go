@@ -25,7 +25,7 @@ import (
 // jobTransform is the cache transform CacheOptions sets for Jobs.
 func jobTransform(t *testing.T) toolscache.TransformFunc {
 	t.Helper()
-	for obj, by := range reconciler.CacheOptions().ByObject {
+	for obj, by := range reconciler.CacheOptions(false).ByObject {
 		if _, ok := obj.(*batchv1.Job); ok {
 			if by.Transform == nil {
 				t.Fatal("CacheOptions sets no Transform for Jobs")
@@ -216,6 +216,7 @@ func TestJobCacheTransform(t *testing.T) {
 // replica's cache with CacheOptions, as the operator runs it), and the
 // reconciler reads the same attempt from it as from the API server.
 func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
+	testutil.SkipWithoutShortcuts(t) // the trimmed cache is a shortcut
 	ns := newNamespace(t)
 	// Labelled manual, so the suite's operator leaves the Task alone and
 	// only the Job below exists.

@@ -59,26 +59,9 @@
 //
 // # Shortcuts taken for speed
 //
-// Four in-process shortcuts make a burst of Tasks cheaper; each only saves
-// requests, and none is needed for correctness (the deterministic Job
-// names and optimistic locking are):
-//
-//   - recent.go: the Jobs this process created, until the cache shows them,
-//     so the next pass does not try to create them again (AlreadyExists).
-//   - ownwrites.go: each Task as this process's last status write left it,
-//     until the cache shows it, so the next pass does not compute from an
-//     outdated status and lose the write to a conflict; the queue
-//     reconciler reads its Tasks through it too (peek), and a write that
-//     changes what a Task waits for wakes its queue at once (wakeQueue),
-//     so under a burst, when the cache lags by seconds, a freed place goes
-//     to the head of the line, not to whoever the cache knew of.
-//   - priority.go and plan.RecordLater: Job events queue at a lower
-//     priority than work to start (new Tasks too, even those of the
-//     initial list: setup.go), and a pass that created Jobs leaves the
-//     status write to the pass their events bring, so in a burst every Job
-//     is created before the status writes follow. Among Job events the one
-//     that finishes a Job goes first (finishPriority), so an outcome does
-//     not wait behind the records of other Tasks' new Jobs.
-//   - cache.go: the Job cache keeps only the fields runs.AttemptOf reads,
-//     so thousands of finished Jobs cost little memory.
+// Several in-process shortcuts make a burst of Tasks cheaper; each only
+// saves requests or time, none is needed for correctness (the
+// deterministic Job names and optimistic locking are), and one switch
+// turns them all off (NoShortcuts, --fast-path=false). shortcuts.go lists
+// them, with the files they live in.
 package reconciler

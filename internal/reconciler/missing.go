@@ -44,7 +44,7 @@ func (p *pass) findMissingAttempts(ctx context.Context, in *plan.Input) error {
 		}
 		name := jobs.Name(p.task, rec.RunID, rec.Attempts)
 		key := ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}
-		if created := p.r.recent.get(key, p.now); created != nil {
+		if created := p.r.created().get(key, p.now); created != nil {
 			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, runs.AttemptOf(created, rec.Attempts))
 			continue
 		}

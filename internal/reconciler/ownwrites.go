@@ -22,7 +22,8 @@ const ownWritesTTL = 30 * time.Second
 // the status from outdated data and its patch is refused (409 Conflict):
 // a wasted request and a requeue. Starting from the Task as the write left
 // it avoids that. It is only a shortcut: the optimistic lock still guards
-// every write, and a refused one makes the next pass use the cache.
+// every write, and a refused one makes the next pass use the cache. A nil
+// *ownWrites remembers nothing (shortcuts off).
 type ownWrites struct {
 	mu sync.Mutex
 	m  map[types.UID]ownWrite
@@ -35,6 +36,9 @@ type ownWrite struct {
 
 // record remembers task, as a successful status write returned it.
 func (w *ownWrites) record(task *v1alpha1.Task, now time.Time) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
@@ -50,6 +54,9 @@ func (w *ownWrites) record(task *v1alpha1.Task, now time.Time) {
 
 // forget drops what is remembered of a Task (after a refused write).
 func (w *ownWrites) forget(uid types.UID) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.m, uid)
@@ -63,6 +70,9 @@ func (w *ownWrites) forget(uid types.UID) {
 // If the cache is in fact ahead (say, another writer changed the status),
 // the optimistic lock refuses the write and the next pass uses the cache.
 func (w *ownWrites) latest(cached *v1alpha1.Task) *v1alpha1.Task {
+	if w == nil {
+		return cached
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.m[cached.UID]

@@ -18,7 +18,7 @@ const recentTTL = time.Minute
 // cache yet; without this it would try to create it again, which the API
 // server refuses (AlreadyExists) at the cost of two requests. It is only a
 // shortcut: after a restart the deterministic names still prevent a
-// second Job.
+// second Job. A nil *recentJobs remembers nothing (shortcuts off).
 type recentJobs struct {
 	mu   sync.Mutex
 	jobs map[types.NamespacedName]recentJob
@@ -30,6 +30,9 @@ type recentJob struct {
 }
 
 func (r *recentJobs) add(job *batchv1.Job, now time.Time) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.jobs == nil {
@@ -40,6 +43,9 @@ func (r *recentJobs) add(job *batchv1.Job, now time.Time) {
 
 // get returns a Job created less than recentTTL ago, or nil.
 func (r *recentJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.jobs[key]
@@ -55,6 +61,9 @@ func (r *recentJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job {
 
 // seen forgets Jobs the cache now shows.
 func (r *recentJobs) seen(jobs []batchv1.Job) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.jobs) == 0 {

@@ -47,6 +47,10 @@ type TaskReconciler struct {
 	// ServiceAccountOptIn refuses (InvalidSpec) Tasks that name a
 	// ServiceAccount unless their namespace opted in (policy.go).
 	ServiceAccountOptIn bool
+	// NoShortcuts turns every speed shortcut off at once (shortcuts.go;
+	// the manager's --fast-path=false): what is left is the operator whose
+	// correctness the shortcuts must not change, only slower under load.
+	NoShortcuts bool
 
 	// recent holds the Jobs this process created that the cache may not
 	// show yet.
@@ -112,7 +116,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
-	task = r.written.latest(task)
+	task = r.writes().latest(task)
 	if !task.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, task)
 	}
@@ -176,7 +180,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		// brings the next pass.
 		log.FromContext(ctx).V(1).Info(actErr.Error())
 		return reconcile.Result{}, nil
-	case actErr == nil && p.plan.RecordLater(p.created):
+	case actErr == nil && !r.NoShortcuts && p.plan.RecordLater(p.created):
 		res := requeueAt(p.plan.Wake, p.now)
 		if res.RequeueAfter > 0 {
 			// The queue merges a requeue with an item already waiting for
@@ -202,7 +206,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return standDown(ctx)
 	}
 	if err := r.addFinalizer(ctx, task); err != nil {
-		r.written.forget(task.UID)
+		r.writes().forget(task.UID)
 		return onConflict(ctx, err)
 	}
 	// The notification Jobs of runs this status ends (notify.go): created
@@ -215,7 +219,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return reconcile.Result{}, err
 	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
-		r.written.forget(task.UID)
+		r.writes().forget(task.UID)
 		return onConflict(ctx, err)
 	}
 	// 6. Report what changed between the old and the written status
@@ -242,7 +246,7 @@ func (r *TaskReconciler) writeStatus(ctx context.Context, task *v1alpha1.Task, o
 	if err := r.Client.Status().Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	r.written.record(task, r.Clock.Now())
+	r.writes().record(task, r.Clock.Now())
 	r.wakeQueue(task, old)
 	return nil
 }

@@ -49,21 +49,29 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 	if err := IndexQueues(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if r.NoShortcuts {
+		// One plain queue: no priorities (priority.go) without shortcuts.
+		opts.UsePriorityQueue = ptr.To(false)
+	}
 	if err := r.setupQueues(mgr, opts); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("task").
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
-		// New Tasks once more, at start priority.
-		Watches(&v1alpha1.Task{}, r.newTaskHandler()).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (priority.go).
-		Watches(&batchv1.Job{}, recordingHandler{handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}).
+		Watches(&batchv1.Job{}, recordingHandler{owner}).
 		// An admission starts work: the default priority (taskqueue_setup.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
-		WatchesRawSource(source.Channel(r.admittedWake, admittedHandler)).
-		WithOptions(opts).
-		Complete(r)
+		WithOptions(opts)
+	if !r.NoShortcuts {
+		// New Tasks once more, at start priority; and the Tasks the queue
+		// controller just admitted, handed over directly.
+		b = b.Watches(&v1alpha1.Task{}, r.newTaskHandler()).
+			WatchesRawSource(source.Channel(r.admittedWake, admittedHandler))
+	}
+	return b.Complete(r)
 }
 
 // newTaskHandler enqueues each new Task (no status yet) at start

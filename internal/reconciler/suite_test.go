@@ -80,6 +80,7 @@ func runSuite(m *testing.M) int {
 	rec = &reconciler.TaskReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("task-operator"), Clock: fakeClock, Jobs: jobOpts, Logs: podLogs,
+		NoShortcuts: testutil.ShortcutsOff(),
 	}
 	if err := rec.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -96,7 +97,7 @@ func runSuite(m *testing.M) int {
 	// tests drive by hand, on Tasks labelled manual that the first ignores.
 	manualMgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: testutil.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: reconciler.CacheOptions(),
+		Cache: reconciler.CacheOptions(testutil.ShortcutsOff()),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -129,7 +130,7 @@ var (
 
 // suiteCacheOptions is the operator's cache, minus the manual Tasks.
 func suiteCacheOptions() cache.Options {
-	opts := reconciler.CacheOptions()
+	opts := reconciler.CacheOptions(testutil.ShortcutsOff())
 	notManual, err := labels.Parse("!" + manualLabel)
 	if err != nil {
 		panic(err)
@@ -144,7 +145,7 @@ func manualReconciler(c client.Client) *reconciler.TaskReconciler {
 	if c == nil {
 		c = manualClient
 	}
-	return &reconciler.TaskReconciler{Client: c, APIReader: manualReader, Clock: fakeClock, Jobs: jobOpts}
+	return &reconciler.TaskReconciler{Client: c, APIReader: manualReader, Clock: fakeClock, Jobs: jobOpts, NoShortcuts: testutil.ShortcutsOff()}
 }
 
 // --- builders ---------------------------------------------------------------

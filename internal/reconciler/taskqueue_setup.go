@@ -79,19 +79,21 @@ func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus
 // setupQueues registers the queue controller, next to the Task controller
 // it shares the cache, the client and the lease with.
 func (r *TaskReconciler) setupQueues(mgr ctrl.Manager, opts controller.Options) error {
-	r.queueWake = make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], queueWakeBuffer)
-	r.admittedWake = make(chan event.TypedGenericEvent[*v1alpha1.Task], queueWakeBuffer)
-	r.queueRecords = &queueRecords{}
-	qr := &QueueReconciler{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Lease: r.Lease,
-		written: &r.written, admittedWake: r.admittedWake, records: r.queueRecords}
-	return ctrl.NewControllerManagedBy(mgr).
+	qr := &QueueReconciler{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Lease: r.Lease}
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("taskqueue").
 		For(&v1alpha1.TaskQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Task{}, taskToQueue{}).
 		Watches(&batchv1.Job{}, jobToQueue{}).
-		WatchesRawSource(source.Channel(r.queueWake, &handler.TypedEnqueueRequestForObject[*v1alpha1.TaskQueue]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: opts.RateLimiter}).
-		Complete(qr)
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: opts.RateLimiter, UsePriorityQueue: opts.UsePriorityQueue})
+	if !r.NoShortcuts {
+		r.queueWake = make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], queueWakeBuffer)
+		r.admittedWake = make(chan event.TypedGenericEvent[*v1alpha1.Task], queueWakeBuffer)
+		r.queueRecords = &queueRecords{}
+		qr.written, qr.admittedWake, qr.records = &r.written, r.admittedWake, r.queueRecords
+		b = b.WatchesRawSource(source.Channel(r.queueWake, &handler.TypedEnqueueRequestForObject[*v1alpha1.TaskQueue]{}))
+	}
+	return b.Complete(qr)
 }
 
 // taskToQueue wakes a Task's queue when what the queue decides from

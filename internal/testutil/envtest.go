@@ -97,3 +97,18 @@ func StartAPIServer() (*rest.Config, client.Client, func(), error) {
 	}
 	return cfg, c, stop, nil
 }
+
+// ShortcutsOff reports whether the tests run the operator without its
+// speed shortcuts (TASK_OPERATOR_FAST_PATH=false, as the manager's
+// --fast-path=false): `make test` runs the reconciler's envtest suite and
+// the reconcile fuzz target once that way, since a failure with them off
+// is a correctness bug.
+func ShortcutsOff() bool { return os.Getenv("TASK_OPERATOR_FAST_PATH") == "false" }
+
+// SkipWithoutShortcuts skips a test of a speed shortcut itself when the
+// shortcuts are off.
+func SkipWithoutShortcuts(t interface{ Skip(args ...any) }) {
+	if ShortcutsOff() {
+		t.Skip("tests a speed shortcut, and TASK_OPERATOR_FAST_PATH=false turns the shortcuts off")
+	}
+}

@@ -137,7 +137,7 @@ func startHarness() (*harness, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: reconciler.CacheOptions(),
+		Cache: reconciler.CacheOptions(testutil.ShortcutsOff()),
 	})
 	if err != nil {
 		hs.stop()
