@@ -11,6 +11,8 @@ VERSION ?= $(shell sed -n 's/^var Version = "\(.*\)"/\1/p' internal/version/vers
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/taskops/task-operator/internal/version.Version=$(VERSION)
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(LOCALBIN)/staticcheck-$(STATICCHECK_VERSION)
 
 # What controller-gen writes: the CRD, the manager's RBAC role and deepcopy.
 CRD_DIR  := config/crd/bases
@@ -46,6 +48,18 @@ vet: ## Run go vet and check formatting.
 	go vet ./...
 	go vet -tags e2e ./test/e2e/
 	go vet -tags reliability ./test/reliability/
+
+.PHONY: lint
+lint: $(STATICCHECK) ## Run staticcheck (staticcheck.conf) over every package and build tag; it must be clean.
+	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags e2e ./test/e2e/
+	$(STATICCHECK) -tags reliability ./test/reliability/
+	$(STATICCHECK) -tags kueue ./test/kueue/
+
+$(STATICCHECK):
+	@mkdir -p $(LOCALBIN)/.sc
+	GOBIN=$(LOCALBIN)/.sc go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(LOCALBIN)/.sc/staticcheck $@ && rmdir $(LOCALBIN)/.sc
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) etcd and kube-apiserver for the integration tests.
@@ -89,7 +103,7 @@ check-prometheus: ## Validate config/prometheus (rules as promtool does; every q
 	cd hack/promcheck && METRIC_NAMES=$(CURDIR)/tmp/metric-names.txt go test ./... -count=1
 
 .PHONY: test-integration
-test-integration: vet verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop), and the reconciler's once without its speed shortcuts.
+test-integration: vet lint verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop), and the reconciler's once without its speed shortcuts.
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./... -count=1
 	$(MAKE) --no-print-directory test-no-shortcuts
 

@@ -110,7 +110,3 @@ type QueuedAttempt struct {
 	// Microseconds, so Tasks queued within one second keep their order.
 	Since metav1.MicroTime `json:"since"`
 }
-
-func init() {
-	SchemeBuilder.Register(&TaskQueue{}, &TaskQueueList{})
-}

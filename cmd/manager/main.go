@@ -162,7 +162,8 @@ func run(o options) error {
 	if leaseLock != nil {
 		// The elector's events ("became leader", "stopped leading") as
 		// controller-runtime records them: core/v1 events on the Lease.
-		leaseLock.LockConfig.EventRecorder = mgr.GetEventRecorderFor(leaseLock.Identity()) //nolint:staticcheck // as controller-runtime's own lock; the elector takes the old API only
+		//lint:ignore SA1019 as controller-runtime's own lock does: the elector takes the old events API only
+		leaseLock.LockConfig.EventRecorder = mgr.GetEventRecorderFor(leaseLock.Identity())
 	}
 
 	r := &reconciler.TaskReconciler{

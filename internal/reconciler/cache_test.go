@@ -55,7 +55,7 @@ func fullJob(now time.Time) (*v1alpha1.Task, *batchv1.Job) {
 	job.CreationTimestamp = metav1.NewTime(now.Add(-10 * time.Minute).Truncate(time.Second))
 	job.Annotations[v1alpha1.AnnotationRunNowToken] = "tokenhash"
 	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 	job.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: string(job.UID)}}
 	job.Spec.Suspend = ptr.To(false)
 	job.Spec.ManualSelector = ptr.To(false)

@@ -30,14 +30,12 @@ type results struct {
 
 // machine describes where the benchmark ran.
 type machine struct {
-	cpus           int
-	model          string
-	memGiB         float64
-	kernel         string
-	loadAtStart    string
-	serverVersion  string
-	goVersion      string
-	loadAtEndValue string
+	cpus        int
+	model       string
+	memGiB      float64
+	kernel      string
+	loadAtStart string
+	goVersion   string
 }
 
 func describeMachine() machine {

@@ -94,15 +94,15 @@ type b0Result struct {
 // ---------------------------------------------------------------------------
 
 type burstResult struct {
-	t0           float64 // this session's B0
-	tTasks       float64 // this session's N Tasks created with no operator running
-	create       float64 // s to create the N Tasks
-	firstToNth   float64 // s from the first Task create to the N-th Job
-	taskToJob    []float64
-	finishReady  []float64
-	writes       writeCount
-	jobs, failed int
-	cpuSeconds   float64 // the operator's CPU during the burst
+	t0          float64 // this session's B0
+	tTasks      float64 // this session's N Tasks created with no operator running
+	create      float64 // s to create the N Tasks
+	firstToNth  float64 // s from the first Task create to the N-th Job
+	taskToJob   []float64
+	finishReady []float64
+	writes      writeCount
+	jobs        int
+	cpuSeconds  float64 // the operator's CPU during the burst
 }
 
 type idleResult struct {

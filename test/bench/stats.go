@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // percentile is the nearest-rank percentile (0 < p <= 100) of xs; NaN for none.
@@ -46,14 +45,6 @@ func minMax(xs []float64) (lo, hi float64) {
 		}
 	}
 	return lo, hi
-}
-
-func seconds(ds []time.Duration) []float64 {
-	out := make([]float64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Seconds()
-	}
-	return out
 }
 
 // fmtNum prints a figure with 3 significant digits (integers stay whole).

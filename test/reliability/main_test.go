@@ -232,7 +232,7 @@ func (e *suite) installRBAC() error {
 			continue
 		}
 		obj := u.DeepCopy()
-		if err := e.c.Patch(ctx, obj, client.Apply, client.FieldOwner("reliability"), client.ForceOwnership); err != nil {
+		if err := e.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("reliability"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		created = append(created, u.GetKind()+"/"+u.GetName())
