@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/taskops/task-operator/internal/httprunner"
-	"github.com/taskops/task-operator/internal/notify"
+	"github.com/taskops/task-operator/internal/notify/sender"
 )
 
 const usage = `usage: task-runner http | task-runner notify
@@ -34,7 +34,7 @@ when every webhook accepted it, 1 when one did not, 2 for a bad definition.
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "notify" {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		code := notify.Sender{}.Run(ctx, os.Getenv, os.Stdout)
+		code := sender.Sender{}.Run(ctx, os.Getenv, os.Stdout)
 		stop()
 		os.Exit(code)
 	}

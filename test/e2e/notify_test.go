@@ -22,6 +22,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/notify"
+	"github.com/taskops/task-operator/internal/notify/sender"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
@@ -174,8 +175,8 @@ func TestNotificationsReachAWebhookOnTheBridge(t *testing.T) {
 	got = notified(t, ns, "down", v1alpha1.NotificationFailed)
 	// Each try shows in the sender's log, and each reached the webhook.
 	downLog := kubectl(t, 30*time.Second, "logs", "job/"+jobsNamed(t, ns, "down"), "-n", ns)
-	if tries, n := strings.Count(downLog, "attempt "), len(hook.of("down")); tries != notify.MaxAttempts || n != notify.MaxAttempts {
-		t.Errorf("down: the sender logged %d tries and the webhook got %d requests, want %d of each:\n%s", tries, n, notify.MaxAttempts, downLog)
+	if tries, n := strings.Count(downLog, "attempt "), len(hook.of("down")); tries != sender.MaxAttempts || n != sender.MaxAttempts {
+		t.Errorf("down: the sender logged %d tries and the webhook got %d requests, want %d of each:\n%s", tries, n, sender.MaxAttempts, downLog)
 	}
 	if got.Status.Phase != v1alpha1.PhaseFailed || got.Status.History[0].Result != v1alpha1.RunResultFailed ||
 		got.Status.History[0].Reason != v1alpha1.ReasonRetriesExhausted {

@@ -1,4 +1,4 @@
-package notify
+package sender
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/httprunner"
+	"github.com/taskops/task-operator/internal/notify"
 )
 
 const (
@@ -41,7 +42,7 @@ type Sender struct {
 func backoff(n int) time.Duration { return time.Duration(1<<(n-1)) * time.Second }
 
 // Run is the whole `task-runner notify` command: every target of
-// EnvTargets gets the document, each tried at most MaxAttempts times; what
+// notify.EnvTargets gets the document, each tried at most MaxAttempts times; what
 // happened goes to stdout (the pod's log) and to the termination message,
 // secrets masked; the exit code says whether all were sent.
 func (s Sender) Run(ctx context.Context, getenv func(string) string, stdout io.Writer) int {
@@ -66,8 +67,8 @@ func (s Sender) Run(ctx context.Context, getenv func(string) string, stdout io.W
 
 // sendOne tells target i, trying up to MaxAttempts times; it returns the
 // target's one-line summary and whether it was sent.
-func (s Sender) sendOne(ctx context.Context, getenv func(string) string, i int, doc Document, log *strings.Builder) (string, bool) {
-	format := v1alpha1.NotifyFormat(getenv(TargetPrefix(i) + SuffixFormat))
+func (s Sender) sendOne(ctx context.Context, getenv func(string) string, i int, doc notify.Document, log *strings.Builder) (string, bool) {
+	format := v1alpha1.NotifyFormat(getenv(notify.TargetPrefix(i) + notify.SuffixFormat))
 	body := doc.JSON()
 	switch format {
 	case "", v1alpha1.NotifyFormatJSON:
@@ -81,7 +82,7 @@ func (s Sender) sendOne(ctx context.Context, getenv func(string) string, i int, 
 	if err != nil {
 		return fmt.Sprintf("target %d (%s): not sent: %s", i, format, err), false
 	}
-	req.SensitiveURL, _ = strconv.ParseBool(getenv(TargetPrefix(i) + SuffixURLSensitive))
+	req.SensitiveURL, _ = strconv.ParseBool(getenv(notify.TargetPrefix(i) + notify.SuffixURLSensitive))
 	if !hasHeader(req.Headers, "Content-Type") {
 		req.Headers = append(req.Headers, httprunner.Header{Name: "Content-Type", Value: "application/json"})
 	}
@@ -123,16 +124,16 @@ func (s Sender) wait(ctx context.Context, d time.Duration) {
 }
 
 // parse reads the document and the targets.
-func parse(getenv func(string) string) (Document, []int, error) {
-	var doc Document
-	if err := json.Unmarshal([]byte(getenv(EnvDocument)), &doc); err != nil {
-		return doc, nil, fmt.Errorf("%s is not an outcome document: %v", EnvDocument, err)
+func parse(getenv func(string) string) (notify.Document, []int, error) {
+	var doc notify.Document
+	if err := json.Unmarshal([]byte(getenv(notify.EnvDocument)), &doc); err != nil {
+		return doc, nil, fmt.Errorf("%s is not an outcome document: %v", notify.EnvDocument, err)
 	}
 	var targets []int
-	for _, f := range strings.Split(getenv(EnvTargets), ",") {
+	for _, f := range strings.Split(getenv(notify.EnvTargets), ",") {
 		i, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || i < 0 {
-			return doc, nil, fmt.Errorf("%s must list target indexes such as 0,2", EnvTargets)
+			return doc, nil, fmt.Errorf("%s must list target indexes such as 0,2", notify.EnvTargets)
 		}
 		targets = append(targets, i)
 	}

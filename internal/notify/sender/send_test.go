@@ -1,4 +1,4 @@
-package notify
+package sender
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/notify"
 )
 
 // receiver is a webhook that records what it got and answers with the
@@ -42,7 +43,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(code)
 }
 
-var doc = Document{APIVersion: "batch.taskops.io/v1alpha1", Kind: DocumentKind, Event: v1alpha1.NotifyOnFailed,
+var doc = notify.Document{APIVersion: "batch.taskops.io/v1alpha1", Kind: notify.DocumentKind, Event: v1alpha1.NotifyOnFailed,
 	Namespace: "team-a", Task: "nightly", RunID: "s1764556200", Result: v1alpha1.RunResultFailed,
 	Reason: v1alpha1.ReasonRetriesExhausted, Attempts: 3, StartTime: "2026-12-01T02:30:00Z", CompletionTime: "2026-12-01T02:31:10Z",
 	Message: "RetriesExhausted: exit 3"}
@@ -58,8 +59,8 @@ func send(t *testing.T, env map[string]string) sent {
 	t.Helper()
 	term := filepath.Join(t.TempDir(), "termination-log")
 	env[EnvTerminationLog] = term
-	if _, ok := env[EnvDocument]; !ok {
-		env[EnvDocument] = doc.JSON()
+	if _, ok := env[notify.EnvDocument]; !ok {
+		env[notify.EnvDocument] = doc.JSON()
 	}
 	var out bytes.Buffer
 	var waits []time.Duration
@@ -73,11 +74,11 @@ func TestTheJSONFormatPostsTheOutcomeDocument(t *testing.T) {
 	rcv := &receiver{}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	res := send(t, map[string]string{EnvTargets: "0", "TASK_NOTIFY_0_URL": srv.URL + "/hook", "TASK_NOTIFY_0_FORMAT": "json"})
+	res := send(t, map[string]string{notify.EnvTargets: "0", "TASK_NOTIFY_0_URL": srv.URL + "/hook", "TASK_NOTIFY_0_FORMAT": "json"})
 	if res.code != ExitSent || len(rcv.bodies) != 1 {
 		t.Fatalf("exit %d, %d requests; log:\n%s", res.code, len(rcv.bodies), res.log)
 	}
-	var got Document
+	var got notify.Document
 	if err := json.Unmarshal([]byte(rcv.bodies[0]), &got); err != nil || got != doc {
 		t.Fatalf("body %s (%v), want the document %+v", rcv.bodies[0], err, doc)
 	}
@@ -90,7 +91,7 @@ func TestTheSlackFormatPostsOneTextField(t *testing.T) {
 	rcv := &receiver{}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	res := send(t, map[string]string{EnvTargets: "1", "TASK_NOTIFY_1_URL": srv.URL, "TASK_NOTIFY_1_FORMAT": "slack"})
+	res := send(t, map[string]string{notify.EnvTargets: "1", "TASK_NOTIFY_1_URL": srv.URL, "TASK_NOTIFY_1_FORMAT": "slack"})
 	if res.code != ExitSent || len(rcv.bodies) != 1 {
 		t.Fatalf("exit %d, %d requests", res.code, len(rcv.bodies))
 	}
@@ -108,7 +109,7 @@ func TestASecretHeaderArrivesAndIsMaskedInTheLogAndTerminationMessage(t *testing
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	res := send(t, map[string]string{
-		EnvTargets: "0", "TASK_NOTIFY_0_URL": srv.URL + hookPath, "TASK_NOTIFY_0_URL_SENSITIVE": "true",
+		notify.EnvTargets: "0", "TASK_NOTIFY_0_URL": srv.URL + hookPath, "TASK_NOTIFY_0_URL_SENSITIVE": "true",
 		"TASK_NOTIFY_0_HEADER_0_NAME": "Authorization", "TASK_NOTIFY_0_HEADER_0_VALUE": token, "TASK_NOTIFY_0_HEADER_0_SENSITIVE": "true",
 	})
 	if res.code != ExitSent || len(rcv.bodies) != 2 {
@@ -134,7 +135,7 @@ func TestAWebhookThatKeepsFailingIsTriedThreeTimesThenTheNotificationFails(t *te
 	rcv := &receiver{statuses: []int{http.StatusServiceUnavailable}}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	res := send(t, map[string]string{EnvTargets: "0", "TASK_NOTIFY_0_URL": srv.URL})
+	res := send(t, map[string]string{notify.EnvTargets: "0", "TASK_NOTIFY_0_URL": srv.URL})
 	if res.code != ExitNotSent || len(rcv.bodies) != MaxAttempts {
 		t.Fatalf("exit %d after %d requests, want %d after %d", res.code, len(rcv.bodies), ExitNotSent, MaxAttempts)
 	}
@@ -153,7 +154,7 @@ func TestAnUnreachableWebhookFailsTheNotificationAndTheOthersAreStillTold(t *tes
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL
 	down.Close()
-	res := send(t, map[string]string{EnvTargets: "0,1", "TASK_NOTIFY_0_URL": downURL, "TASK_NOTIFY_1_URL": srv.URL})
+	res := send(t, map[string]string{notify.EnvTargets: "0,1", "TASK_NOTIFY_0_URL": downURL, "TASK_NOTIFY_1_URL": srv.URL})
 	if res.code != ExitNotSent || len(rcv.bodies) != 1 {
 		t.Fatalf("exit %d, %d requests to the reachable webhook", res.code, len(rcv.bodies))
 	}
@@ -163,8 +164,8 @@ func TestAnUnreachableWebhookFailsTheNotificationAndTheOthersAreStillTold(t *tes
 }
 
 func TestABrokenDefinitionIsNotRetried(t *testing.T) {
-	res := send(t, map[string]string{EnvTargets: "zero"})
-	if res.code != ExitBadDefinition || !strings.Contains(res.termination, EnvTargets) {
+	res := send(t, map[string]string{notify.EnvTargets: "zero"})
+	if res.code != ExitBadDefinition || !strings.Contains(res.termination, notify.EnvTargets) {
 		t.Fatalf("exit %d, %q", res.code, res.termination)
 	}
 }

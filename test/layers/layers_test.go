@@ -1,0 +1,70 @@
+// Package layers holds the check that keeps the pure deciders pure: they
+// decide from values and link no network, API client or I/O layer of this
+// module.
+package layers
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+const module = "github.com/taskops/task-operator/"
+
+// pure are the packages that decide; every decision about a Task is a
+// pure function in one of them.
+var pure = []string{"internal/notify", "internal/plan", "internal/status", "internal/admission", "internal/retry", "internal/scheduler", "internal/runs"}
+
+// forbidden are what no package of this module that a pure package
+// depends on may import. (The Kubernetes API types themselves link
+// net/http through apimachinery; what counts is that none of this
+// module's code on the way does.)
+var forbidden = []string{
+	"net/http",
+	"sigs.k8s.io/controller-runtime/pkg/client",
+	"k8s.io/client-go/kubernetes",
+	module + "internal/reconciler",
+	module + "internal/httprunner",
+	module + "internal/notify/sender",
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func TestThePureDecidersLinkNoNetworkOrClientCode(t *testing.T) {
+	for _, p := range pure {
+		t.Run(p, func(t *testing.T) {
+			cmd := exec.Command("go", "list", "-deps", "-json", "./"+p)
+			cmd.Dir = testutil.RepoRoot()
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list %s: %v", p, err)
+			}
+			dec := json.NewDecoder(strings.NewReader(string(out)))
+			for {
+				var dep pkg
+				if err := dec.Decode(&dep); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(dep.ImportPath, module) {
+					continue
+				}
+				for _, imp := range dep.Imports {
+					for _, f := range forbidden {
+						if imp == f {
+							t.Errorf("%s depends on %s, which imports %s", p, strings.TrimPrefix(dep.ImportPath, module), imp)
+						}
+					}
+				}
+			}
+		})
+	}
+}
