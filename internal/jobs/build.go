@@ -145,7 +145,11 @@ func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.T
 		Template:         podTemplate(task, runID, attempt, scheduled, opts),
 	}
 	if task.Spec.ActiveDeadlineSeconds != nil {
-		spec.ActiveDeadlineSeconds = ptr.To(*task.Spec.ActiveDeadlineSeconds)
+		// The operator stops the attempt at its deadline itself, once it
+		// has kept what the pods printed (retry.Deadline); the Job's own
+		// deadline, DeadlineBackstop later, only ends an attempt while no
+		// operator runs.
+		spec.ActiveDeadlineSeconds = ptr.To(*task.Spec.ActiveDeadlineSeconds + int64(DeadlineBackstop.Seconds()))
 	}
 	if KueueManaged(task) {
 		// Kueue admits the Job by unsuspending it.
@@ -153,6 +157,11 @@ func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.T
 	}
 	return spec
 }
+
+// DeadlineBackstop is how much later than spec.activeDeadlineSeconds the
+// Job's own activeDeadlineSeconds ends an attempt: only when the operator,
+// which stops it at the deadline itself, is not running.
+const DeadlineBackstop = time.Minute
 
 // DefaultTerminationGracePeriodSeconds is the grace period of a Task's
 // pods when spec.terminationGracePeriodSeconds is unset: the Kubernetes

@@ -212,9 +212,9 @@ func TestBuildJobSpec(t *testing.T) {
 				t.Errorf("ttlSecondsAfterFinished = %d, want unset", *job.Spec.TTLSecondsAfterFinished)
 			}
 		}},
-		{"activeDeadlineSeconds is passed to the job", newTask(func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](600) }), func(t *testing.T, job *batchv1.Job) {
-			if job.Spec.ActiveDeadlineSeconds == nil || *job.Spec.ActiveDeadlineSeconds != 600 {
-				t.Errorf("activeDeadlineSeconds = %v, want 600", job.Spec.ActiveDeadlineSeconds)
+		{"the job's activeDeadlineSeconds is the task's plus the backstop: the operator stops the attempt first", newTask(func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](600) }), func(t *testing.T, job *batchv1.Job) {
+			if got := ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0); got != 660 {
+				t.Errorf("activeDeadlineSeconds = %d, want 600 + 60", got)
 			}
 		}},
 		{"no activeDeadlineSeconds leaves the job unbounded", newTask(), func(t *testing.T, job *batchv1.Job) {

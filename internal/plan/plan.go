@@ -178,6 +178,7 @@ func Decide(in Input) Plan {
 	d.takePending()      //    the queued new runs the status remembers (queue.go)
 	d.cancel()           // 2. a new cancel token (cancel.go)
 	d.keepOutputs()      // 3. outputs and Retry-After to keep on Jobs
+	d.checkDeadlines()   //    attempts past activeDeadlineSeconds stopped (start.go)
 	d.planRuns(schedule) // 4. next attempts, new runs, Replace, the queue's gate (starts.go)
 	d.afterwards()       // 5. retries to wait for, the next slot, pruning, the TTL
 	d.p.Wake = d.wake.t

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"k8s.io/utils/ptr"
 	"reflect"
 	"testing"
 	"time"
@@ -316,5 +317,45 @@ func TestAnAttemptWaitingForCapacityWaitsUntilItsCapacityTimeout(t *testing.T) {
 	}
 	if want := now.Truncate(time.Second).Add(10 * time.Second); !got.Wake.Equal(want) {
 		t.Errorf("after a CapacityTimeout the retry waits its backoff: wake %s, want %s", got.Wake, want)
+	}
+}
+
+// A capacity timeout shorter than the start timeout fires at its own
+// time: the pods are first looked at then, not at the start timeout.
+func TestACapacityTimeoutShorterThanTheStartTimeoutFiresAtItsOwnTime(t *testing.T) {
+	short := task(func(t *v1alpha1.Task) {
+		t.Spec.CapacityTimeoutSeconds = ptr.To[int32](10)
+		t.Spec.StartTimeoutSeconds = ptr.To[int32](60)
+	})
+	run := testutil.MakeRun("0").Active(ago(5 * time.Second)).Obj()
+	got := plan.Decide(plan.Input{Task: short, Runs: []runs.Run{run}, Now: now})
+	if want := ago(5 * time.Second).Add(10 * time.Second); len(got.Stop) != 0 || !got.Wake.Equal(want) {
+		t.Fatalf("5 s in: stop %+v, wake %s; want the first look at the capacity timeout, %s", got.Stop, got.Wake, want)
+	}
+	run = testutil.MakeRun("0").Active(ago(12 * time.Second)).Obj()
+	pods := map[string][]retry.PodStart{"t-0-1": {{Name: "p", Created: ago(12 * time.Second), WaitingReason: "Unschedulable"}}}
+	got = plan.Decide(plan.Input{Task: short, Runs: []runs.Run{run}, Pods: pods, Now: now})
+	if len(got.Stop) != 1 || got.Stop[0].Reason != v1alpha1.AttemptCapacityTimeout {
+		t.Fatalf("12 s in, Unschedulable: stop %+v, want CapacityTimeout (the start timeout is 60 s)", got.Stop)
+	}
+}
+
+// An attempt is stopped at its activeDeadlineSeconds by the operator, with
+// what its pods printed kept on its Job first; before it, the pass wakes at
+// the deadline.
+func TestAnAttemptIsStoppedAtItsDeadlineAfterItsOutputIsKept(t *testing.T) {
+	bounded := task(testutil.ActiveDeadline(30))
+	run := testutil.MakeRun("0").Active(ago(10 * time.Second)).Obj()
+	got := plan.Decide(plan.Input{Task: bounded, Runs: []runs.Run{run}, Now: now})
+	if want := ago(10 * time.Second).Add(30 * time.Second); len(got.Stop) != 0 || !got.Wake.Equal(want) {
+		t.Fatalf("before the deadline: stop %+v, wake %s; want none and a wake at %s", got.Stop, got.Wake, want)
+	}
+	run = testutil.MakeRun("0").Active(ago(31 * time.Second)).Obj()
+	got = plan.Decide(plan.Input{Task: bounded, Runs: []runs.Run{run}, Now: now, Captured: map[string]string{"t-0-1": "step 1 of 2 done"}})
+	if len(got.Stop) != 1 || got.Stop[0].Reason != v1alpha1.AttemptDeadlineExceeded || got.Stop[0].Message != plan.DeadlineMessage {
+		t.Fatalf("past the deadline: stop %+v, want DeadlineExceeded", got.Stop)
+	}
+	if got.Capture["t-0-1"] != "step 1 of 2 done" {
+		t.Fatalf("capture %v: what the pods printed is not kept", got.Capture)
 	}
 }

@@ -12,6 +12,32 @@ import (
 // heldCause is what an attempt whose Job is held suspended waits for.
 const heldCause = "the Job is suspended until admitted (by Kueue or another controller)"
 
+// checkDeadlines stops the active attempts that reached their
+// activeDeadlineSeconds (DeadlineExceeded, retried like any failed
+// attempt), after keepOutputs kept what their pods printed, and wakes the
+// pass at the deadline of the others. A Job held suspended runs no clock.
+func (d *decision) checkDeadlines() {
+	for i := range d.rs {
+		a := d.rs[i].Latest()
+		if a.Phase != runs.Active || a.Held {
+			continue
+		}
+		at, ok := retry.Deadline(&d.task.Spec, a.StartBase())
+		if !ok {
+			return
+		}
+		if d.now.Before(at) {
+			d.wake.add(at)
+			continue
+		}
+		d.stop(d.rs[i].ID, a, v1alpha1.AttemptDeadlineExceeded, DeadlineMessage)
+	}
+}
+
+// DeadlineMessage is the message of an attempt stopped at its deadline:
+// the Job controller's own words for the same end.
+const DeadlineMessage = "Job was active longer than specified deadline"
+
 // checkStarts is stage 1: attempts whose pods could not start in time are
 // stopped; those waiting for capacity wait, up to capacityTimeoutSeconds;
 // the others are looked at again when their check is due.
@@ -41,8 +67,8 @@ func (d *decision) checkStarts() {
 			// timeout begins; that update brings the next pass.
 			d.wake.add(now.Add(timeout))
 			continue
-		case !retry.StartCheckDue(a.StartBase(), timeout, now):
-			d.wake.add(a.StartBase().Add(timeout))
+		case !retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&task.Spec), now):
+			d.wake.add(a.StartBase().Add(retry.FirstStartCheck(&task.Spec)))
 			continue
 		default:
 			check = retry.CheckStart(a.StartBase(), in.Pods[a.JobName], in.Refused[a.JobName], timeout, now)

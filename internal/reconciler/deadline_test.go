@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -13,13 +14,49 @@ import (
 
 const deadlineMessage = "Job was active longer than specified deadline"
 
-// At its deadline the Job controller first sets FailureTarget and deletes
-// the pods, and marks the Job Failed only once they are gone. The operator
-// reads what the still-running pod printed in between and keeps it on the
-// Job, so lastError and the history tell how far the attempt got.
-func TestAnAttemptFailedForItsDeadlineKeepsWhatItsStillRunningPodPrinted(t *testing.T) {
+// At its deadline the operator reads what the attempt's still-running pod
+// printed, keeps it on the Job, and only then stops the attempt
+// (DeadlineExceeded): a script that ends at SIGTERM would leave nothing to
+// read if the pods were killed first. lastError and the history tell how
+// far the attempt got.
+func TestAtItsDeadlineAnAttemptIsStoppedAfterWhatItsPodPrintedIsKept(t *testing.T) {
+	fakeClock.SetTime(time.Now())
 	ns := newNamespace(t)
-	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](3) })
+	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](30) })
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
+	must(t, err)
+	podLogs.set(ns, pod.Name, "step 1 of 2 done\n")
+	if a := getJob(t, &job).Annotations[v1alpha1.AnnotationStopReason]; a != "" {
+		t.Fatalf("stopped (%s) before its deadline", a)
+	}
+
+	fakeClock.SetTime(job.CreationTimestamp.Add(31 * time.Second))
+	poke(t, task)
+	eventually(t, "the attempt stopped at its deadline with the pod's output on the Job", func() (bool, string) {
+		j := getJob(t, &job)
+		out, reason := j.Annotations[v1alpha1.AnnotationOutput], j.Annotations[v1alpha1.AnnotationStopReason]
+		return reason == string(v1alpha1.AttemptDeadlineExceeded) && strings.Contains(out, "step 1 of 2 done") && ptr.Deref(j.Spec.Suspend, false),
+			fmt.Sprintf("stop reason %q, output %q", reason, out)
+	})
+	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
+	if le := failed.Status.LastError; !strings.Contains(le, "DeadlineExceeded (attempt 1") || !strings.Contains(le, "step 1 of 2 done") {
+		t.Fatalf("lastError %q, want the deadline and the pod's last output", le)
+	}
+	if h := failed.Status.History[0]; !strings.Contains(h.Message, "step 1 of 2 done") {
+		t.Fatalf("history message %q, want the pod's last output", h.Message)
+	}
+}
+
+// The Job's own deadline is the backstop for when no operator runs: at it
+// the Job controller first sets FailureTarget and deletes the pods, and
+// marks the Job Failed only once they are gone. The operator reads what
+// the still-running pod printed in between and keeps it on the Job.
+func TestAnAttemptTheJobControllerFailsForItsDeadlineKeepsWhatItsStillRunningPodPrinted(t *testing.T) {
+	fakeClock.SetTime(time.Now())
+	ns := newNamespace(t)
+	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](600) })
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
@@ -50,8 +87,9 @@ func TestAnAttemptFailedForItsDeadlineKeepsWhatItsStillRunningPodPrinted(t *test
 // Without a pod left to read (or nothing printed) the attempt fails with
 // the Job's own message, and the Job is not annotated.
 func TestAnAttemptFailedForItsDeadlineWithNoPodLeftKeepsTheJobsMessage(t *testing.T) {
+	fakeClock.SetTime(time.Now())
 	ns := newNamespace(t)
-	task := newTask(ns, "gone", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](3) })
+	task := newTask(ns, "gone", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](600) })
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.FailingJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +42,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		if a.Phase != runs.Active {
 			continue
 		}
-		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), timeout, p.now) {
+		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now) {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
 				return in, err
@@ -67,7 +68,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 				}
 			}
 		}
-		if a.Failing == v1alpha1.AttemptDeadlineExceeded && a.Output == "" {
+		if a.Output == "" && (a.Failing == v1alpha1.AttemptDeadlineExceeded || deadlinePassed(&p.task.Spec, a, p.now)) {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
 				return in, err
@@ -95,6 +96,14 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	p.runs = in.Runs
 	p.notifications = in.Notifications
 	return in, nil
+}
+
+// deadlinePassed reports whether an active attempt is at or past its
+// activeDeadlineSeconds: the plan stops it this pass, and what its pods
+// printed is read first, while they still run.
+func deadlinePassed(spec *v1alpha1.TaskSpec, a *runs.Attempt, now time.Time) bool {
+	at, ok := retry.Deadline(spec, a.StartBase())
+	return ok && !a.Held && !now.Before(at)
 }
 
 // observeRetryAfter reads, once per failed http attempt, the Retry-After

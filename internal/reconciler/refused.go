@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,7 @@ const failedCreate = "FailedCreate"
 // namespace's ResourceQuotas (read only for a quota's refusal) and the
 // Task's resources.
 func (p *pass) podsRefused(ctx context.Context, jobName string) (*retry.Refusal, error) {
-	newest, err := p.newestEvent(ctx, fields.Set{"involvedObject.kind": "Job", "involvedObject.name": jobName, "reason": failedCreate})
+	newest, err := p.newestEvent(ctx, fields.Set{"involvedObject.kind": "Job", "involvedObject.name": jobName, "reason": failedCreate}, nil)
 	if newest == nil || err != nil {
 		return nil, err
 	}
@@ -47,15 +48,16 @@ func (p *pass) podsRefused(ctx context.Context, jobName string) (*retry.Refusal,
 }
 
 // podWarnings fills in, for each pod the start check will call stuck and
-// whose containers give no waiting reason, its newest Warning event: the
-// best cause the StartTimeout message can name. Read from the API server
-// (events are not cached), only for such pods.
+// whose containers give no waiting reason, its newest Warning event about
+// why it cannot start (startFailure): the best cause the StartTimeout
+// message can name. Read from the API server (events are not cached), only
+// for such pods.
 func (p *pass) podWarnings(ctx context.Context, pods []retry.PodStart, timeout time.Duration) error {
 	for i := range pods {
 		if !pods[i].Overdue(timeout, p.now) || pods[i].WaitingReason != "" {
 			continue
 		}
-		e, err := p.newestEvent(ctx, fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pods[i].Name, "type": corev1.EventTypeWarning})
+		e, err := p.newestEvent(ctx, fields.Set{"involvedObject.kind": "Pod", "involvedObject.name": pods[i].Name, "type": corev1.EventTypeWarning}, startFailure)
 		if err != nil {
 			return err
 		}
@@ -66,9 +68,18 @@ func (p *pass) podWarnings(ctx context.Context, pods []retry.PodStart, timeout t
 	return nil
 }
 
+// startFailure reports whether a pod's Warning event says why the pod
+// cannot start: the kubelet's Failed (image pull, container config),
+// FailedMount, FailedCreatePodSandBox and the like, ErrImageNeverPull,
+// InspectFailed. Advisory warnings (MissingClusterDNS, say) are not a
+// cause.
+func startFailure(e *corev1.Event) bool {
+	return strings.HasPrefix(e.Reason, "Failed") || strings.HasPrefix(e.Reason, "Err") || e.Reason == "InspectFailed"
+}
+
 // newestEvent is the newest event of the Task's namespace that matches the
-// field selector, nil when there is none.
-func (p *pass) newestEvent(ctx context.Context, match fields.Set) (*corev1.Event, error) {
+// field selector and keep (nil: any), nil when there is none.
+func (p *pass) newestEvent(ctx context.Context, match fields.Set, keep func(*corev1.Event) bool) (*corev1.Event, error) {
 	var list corev1.EventList
 	sel := fields.SelectorFromSet(match)
 	if err := p.r.APIReader.List(ctx, &list, ctrl.InNamespace(p.task.Namespace), ctrl.MatchingFieldsSelector{Selector: sel}); err != nil {
@@ -79,6 +90,9 @@ func (p *pass) newestEvent(ctx context.Context, match fields.Set) (*corev1.Event
 		// Event times have whole seconds; on a tie the later in the list
 		// wins: the kubelet's event names grow with their creation time.
 		e := &list.Items[i]
+		if keep != nil && !keep(e) {
+			continue
+		}
 		if newest == nil || !eventTime(e).Before(eventTime(newest)) {
 			newest = e
 		}

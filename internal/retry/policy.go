@@ -105,6 +105,31 @@ func StartTimeout(spec *v1alpha1.TaskSpec) time.Duration {
 	return time.Duration(*spec.StartTimeoutSeconds) * time.Second
 }
 
+// Deadline is when an active attempt's spec.activeDeadlineSeconds ends,
+// counted from its Job's start (creation, or resumption from suspension:
+// a Job Kueue holds runs no clock until admitted); ok is false without a
+// deadline. The operator stops the attempt then itself (DeadlineExceeded),
+// after keeping what its pods printed: were the Job controller to kill the
+// pods first, a script that ends at SIGTERM leaves nothing to read.
+func Deadline(spec *v1alpha1.TaskSpec, started time.Time) (at time.Time, ok bool) {
+	if spec.ActiveDeadlineSeconds == nil {
+		return time.Time{}, false
+	}
+	return started.Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second), true
+}
+
+// FirstStartCheck is how long after an attempt's start its pods are first
+// looked at: the start timeout, or the capacity timeout when that is
+// shorter, so a capacity timeout fires at its own time and not at the next
+// start check.
+func FirstStartCheck(spec *v1alpha1.TaskSpec) time.Duration {
+	first := StartTimeout(spec)
+	if ct := CapacityTimeout(spec); ct > 0 && ct < first {
+		first = ct
+	}
+	return first
+}
+
 // CapacityTimeout is spec.capacityTimeoutSeconds as a duration; zero: wait
 // as long as Jobs do.
 func CapacityTimeout(spec *v1alpha1.TaskSpec) time.Duration {

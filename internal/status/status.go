@@ -170,7 +170,7 @@ func withOutputs(rs []runs.Run, outputs map[string]Output) []runs.Run {
 	for i := range rs {
 		for j := range rs[i].Attempts {
 			a := &rs[i].Attempts[j]
-			if out := outputs[a.JobName].Text; out != "" && a.Phase == runs.Failed {
+			if out := outputs[a.JobName].Text; out != "" && (a.Phase == runs.Failed || a.Phase == runs.Stopped && a.Reason == v1alpha1.AttemptDeadlineExceeded) {
 				a.Message = out
 			}
 		}
