@@ -101,8 +101,10 @@ type TaskSpec struct {
 	// +kubebuilder:default={initialSeconds: 10, maxSeconds: 300, factor: 2}
 	Backoff *Backoff `json:"backoff,omitempty"`
 
-	// ActiveDeadlineSeconds bounds each attempt (the Job's
-	// activeDeadlineSeconds); an attempt past it fails with DeadlineExceeded.
+	// ActiveDeadlineSeconds bounds each attempt, counted from its Job's
+	// start: at it the operator keeps what the pods printed and stops the
+	// attempt, which fails with DeadlineExceeded. The Job's own
+	// activeDeadlineSeconds is 60 s later, a backstop while no operator runs.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=31536000
