@@ -55,12 +55,12 @@ func TestRealFailuresReachLastError(t *testing.T) {
 		// (CreateContainerConfigError) or, when the kubelet has not set it
 		// yet on a busy machine, by its Warning event ("Error: secret ...
 		// not found").
-		{"no-secret", []testutil.TaskOpt{missingSecret, testutil.StartTimeout(5)}, []string{string(v1alpha1.AttemptStartTimeout), "no-such-secret"}},
+		{"no-secret", []testutil.TaskOpt{missingSecret, testutil.StartTimeout(startTimeoutOnABusyNode)}, []string{string(v1alpha1.AttemptStartTimeout), "no-such-secret"}},
 		// The namespace's LimitRange allows at most 1 CPU per container:
 		// a pod asking for 2 can never be created, so the attempt is
 		// broken (StartTimeout with the LimitRange's words), not waiting
 		// for capacity for ever.
-		{"over-limitrange", []testutil.TaskOpt{overLimitRange, testutil.StartTimeout(5)}, []string{string(v1alpha1.AttemptStartTimeout), "no pod was created", "maximum cpu usage per Container is 1"}},
+		{"over-limitrange", []testutil.TaskOpt{overLimitRange, testutil.StartTimeout(startTimeoutOnABusyNode)}, []string{string(v1alpha1.AttemptStartTimeout), "no pod was created", "maximum cpu usage per Container is 1"}},
 	}
 	must(t, env.c.Create(ctxFor(t, 10*time.Second), &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "max-one-cpu"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}))
@@ -140,16 +140,18 @@ func TestHTTPTaskRunsTheRunnerOfTheReleaseImage(t *testing.T) {
 	}
 }
 
-// An attempt its deadline kills keeps the last output it printed: the Job
-// controller deletes its pod before it marks the Job Failed, and the
-// operator reads the pod's log in between.
+// An attempt its deadline ends keeps the last output it printed: at the
+// deadline the operator reads the running pod's log, keeps it on the Job,
+// and only then stops the attempt (a plain `sleep` ends at once when it is
+// killed, so nothing would be left to read afterwards).
 func TestAnAttemptKilledByItsDeadlineKeepsItsOutput(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-deadline")
-	// 10 s: the deadline counts from the Job's start, and under the suite's
-	// load the container may take a few seconds to start printing.
-	create(t, testutil.NewTask(ns, "slow", testutil.ActiveDeadline(10), testutil.Shell(`echo "step 1 of 2 done"; sleep 60; echo "never printed"`)))
+	// 30 s: the deadline counts from the Job's start, and with the suite's
+	// tests in parallel on a machine whose cores are busy the container
+	// once had not started printing 10 s after the Job's creation.
+	create(t, testutil.NewTask(ns, "slow", testutil.ActiveDeadline(30), testutil.Shell(`echo "step 1 of 2 done"; sleep 60; echo "never printed"`)))
 	kubectlWait(t, ns, "condition=Failed", "task/slow", 120*time.Second)
 	task := mustGetTask(t, ns, "slow")
 	for _, s := range []string{string(v1alpha1.AttemptDeadlineExceeded), "step 1 of 2 done"} {

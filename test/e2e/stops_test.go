@@ -153,7 +153,10 @@ func stoppedPodEnds(t *testing.T, ns, jobName string, reason v1alpha1.Reason) ti
 		for _, p := range list.Items {
 			present[p.Name] = true
 			if p.DeletionTimestamp != nil {
-				killed[p.Name] = p.DeletionTimestamp.Time
+				// The deletion timestamp is when the grace period ends;
+				// the kill (SIGTERM) came that period earlier.
+				grace := time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second
+				killed[p.Name] = p.DeletionTimestamp.Add(-grace)
 			}
 			if _, ok := ended[p.Name]; ok {
 				continue
