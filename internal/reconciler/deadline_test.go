@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -14,20 +16,41 @@ import (
 
 const deadlineMessage = "Job was active longer than specified deadline"
 
+// slowAttempt creates a Task with activeDeadlineSeconds and waits for its
+// attempt's pod to run, having printed the first of two steps.
+func slowAttempt(t *testing.T, deadline int64) (*v1alpha1.Task, batchv1.Job, *corev1.Pod) {
+	t.Helper()
+	fakeClock.SetTime(time.Now())
+	ns := newNamespace(t)
+	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To(deadline) })
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
+	must(t, err)
+	podLogs.set(ns, pod.Name, "step 1 of 2 done\n")
+	return task, job, pod
+}
+
+// failsWithTheDeadlineAndItsOutput waits for the Task to fail and checks
+// that lastError and the history tell the deadline and the pod's output.
+func failsWithTheDeadlineAndItsOutput(t *testing.T, task *v1alpha1.Task) {
+	t.Helper()
+	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
+	if le := failed.Status.LastError; !strings.Contains(le, "DeadlineExceeded (attempt 1") || !strings.Contains(le, "step 1 of 2 done") {
+		t.Fatalf("lastError %q, want the deadline and the pod's last output", le)
+	}
+	if h := failed.Status.History[0]; !strings.Contains(h.Message, "step 1 of 2 done") {
+		t.Fatalf("history message %q, want the pod's last output", h.Message)
+	}
+}
+
 // At its deadline the operator reads what the attempt's still-running pod
 // printed, keeps it on the Job, and only then stops the attempt
 // (DeadlineExceeded): a script that ends at SIGTERM would leave nothing to
 // read if the pods were killed first. lastError and the history tell how
 // far the attempt got.
 func TestAtItsDeadlineAnAttemptIsStoppedAfterWhatItsPodPrintedIsKept(t *testing.T) {
-	fakeClock.SetTime(time.Now())
-	ns := newNamespace(t)
-	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](30) })
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
-	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
-	must(t, err)
-	podLogs.set(ns, pod.Name, "step 1 of 2 done\n")
+	task, job, _ := slowAttempt(t, 30)
 	if a := getJob(t, &job).Annotations[v1alpha1.AnnotationStopReason]; a != "" {
 		t.Fatalf("stopped (%s) before its deadline", a)
 	}
@@ -40,13 +63,7 @@ func TestAtItsDeadlineAnAttemptIsStoppedAfterWhatItsPodPrintedIsKept(t *testing.
 		return reason == string(v1alpha1.AttemptDeadlineExceeded) && strings.Contains(out, "step 1 of 2 done") && ptr.Deref(j.Spec.Suspend, false),
 			fmt.Sprintf("stop reason %q, output %q", reason, out)
 	})
-	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
-	if le := failed.Status.LastError; !strings.Contains(le, "DeadlineExceeded (attempt 1") || !strings.Contains(le, "step 1 of 2 done") {
-		t.Fatalf("lastError %q, want the deadline and the pod's last output", le)
-	}
-	if h := failed.Status.History[0]; !strings.Contains(h.Message, "step 1 of 2 done") {
-		t.Fatalf("history message %q, want the pod's last output", h.Message)
-	}
+	failsWithTheDeadlineAndItsOutput(t, task)
 }
 
 // The Job's own deadline is the backstop for when no operator runs: at it
@@ -54,14 +71,7 @@ func TestAtItsDeadlineAnAttemptIsStoppedAfterWhatItsPodPrintedIsKept(t *testing.
 // marks the Job Failed only once they are gone. The operator reads what
 // the still-running pod printed in between and keeps it on the Job.
 func TestAnAttemptTheJobControllerFailsForItsDeadlineKeepsWhatItsStillRunningPodPrinted(t *testing.T) {
-	fakeClock.SetTime(time.Now())
-	ns := newNamespace(t)
-	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](600) })
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
-	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
-	must(t, err)
-	podLogs.set(ns, pod.Name, "step 1 of 2 done\n")
+	task, job, pod := slowAttempt(t, 600)
 
 	must(t, testutil.FailingJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
 	eventually(t, "the pod's output recorded on the Job", func() (bool, string) {
@@ -75,13 +85,7 @@ func TestAnAttemptTheJobControllerFailsForItsDeadlineKeepsWhatItsStillRunningPod
 	// The Job controller deletes the pod, then marks the Job Failed.
 	must(t, k8s.Delete(ctx, pod))
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
-	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
-	if le := failed.Status.LastError; !strings.Contains(le, "DeadlineExceeded (attempt 1") || !strings.Contains(le, "step 1 of 2 done") {
-		t.Fatalf("lastError %q, want the deadline and the pod's last output", le)
-	}
-	if h := failed.Status.History[0]; !strings.Contains(h.Message, "step 1 of 2 done") {
-		t.Fatalf("history message %q, want the pod's last output", h.Message)
-	}
+	failsWithTheDeadlineAndItsOutput(t, task)
 }
 
 // Without a pod left to read (or nothing printed) the attempt fails with
