@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -28,9 +29,13 @@ func deleteAfterNotification(t *testing.T, name string) (*v1alpha1.Task, string)
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	note := waitNotification(t, task, runs.OneShot)
-	latest := getTask(t, task)
-	latest.Finalizers = append(latest.Finalizers, foreignFinalizer)
-	must(t, k8s.Update(ctx, latest))
+	// The operator writes the Task's status meanwhile: an update that
+	// lost that race is made again from the newer Task.
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := getTask(t, task)
+		latest.Finalizers = append(latest.Finalizers, foreignFinalizer)
+		return k8s.Update(ctx, latest)
+	}))
 	t.Cleanup(func() { removeForeignFinalizer(t, task) })
 	must(t, k8s.Delete(ctx, task))
 	eventually(t, "the attempt's Job deleted, the notification Job kept", func() (bool, string) {
@@ -41,12 +46,15 @@ func deleteAfterNotification(t *testing.T, name string) (*v1alpha1.Task, string)
 }
 
 func removeForeignFinalizer(t *testing.T, task *v1alpha1.Task) {
-	latest := &v1alpha1.Task{}
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(task), latest); err != nil {
-		return
-	}
-	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == foreignFinalizer })
-	if err := k8s.Update(ctx, latest); err != nil && !apierrors.IsNotFound(err) {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		latest := &v1alpha1.Task{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(task), latest); err != nil {
+			return err
+		}
+		latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == foreignFinalizer })
+		return k8s.Update(ctx, latest)
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
 		t.Logf("removing %s: %v", foreignFinalizer, err)
 	}
 }
