@@ -152,9 +152,11 @@ func stoppedPodEnds(t *testing.T, ns, jobName string, reason v1alpha1.Reason) ti
 		now, present, waiting := time.Now(), map[string]bool{}, ""
 		for _, p := range list.Items {
 			present[p.Name] = true
-			if p.DeletionTimestamp != nil {
+			if _, seen := killed[p.Name]; !seen && p.DeletionTimestamp != nil {
 				// The deletion timestamp is when the grace period ends;
-				// the kill (SIGTERM) came that period earlier.
+				// the kill (SIGTERM) came that period earlier. Only the
+				// first look counts: the kubelet's final delete (grace 0)
+				// moves the timestamp to the container's end.
 				grace := time.Duration(ptr.Deref(p.DeletionGracePeriodSeconds, 0)) * time.Second
 				killed[p.Name] = p.DeletionTimestamp.Add(-grace)
 			}
