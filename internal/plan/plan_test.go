@@ -359,3 +359,25 @@ func TestAnAttemptIsStoppedAtItsDeadlineAfterItsOutputIsKept(t *testing.T) {
 		t.Fatalf("capture %v: what the pods printed is not kept", got.Capture)
 	}
 }
+
+// A Job Kueue held runs no deadline clock: an attempt admitted after a
+// long wait is not stopped before the Job controller records its start,
+// and its deadline then counts from that start.
+func TestAKueueAttemptsDeadlineCountsFromItsAdmission(t *testing.T) {
+	kueued := task(testutil.ActiveDeadline(30), testutil.Label(v1alpha1.LabelKueueQueueName, "team"))
+	run := testutil.MakeRun("0").Started(ago(time.Hour)).Obj()
+	got := plan.Decide(plan.Input{Task: kueued, Runs: []runs.Run{run}, Now: now})
+	if len(got.Stop) != 0 {
+		t.Fatalf("admitted, its start not recorded yet: stop %+v, want none", got.Stop)
+	}
+	run.Latest().Resumed = ago(10 * time.Second)
+	got = plan.Decide(plan.Input{Task: kueued, Runs: []runs.Run{run}, Now: now})
+	if want := ago(10 * time.Second).Add(30 * time.Second); len(got.Stop) != 0 || !got.Wake.Equal(want) {
+		t.Fatalf("10 s after its start: stop %+v, wake %s; want none and a wake at %s", got.Stop, got.Wake, want)
+	}
+	run.Latest().Resumed = ago(31 * time.Second)
+	got = plan.Decide(plan.Input{Task: kueued, Runs: []runs.Run{run}, Now: now})
+	if len(got.Stop) != 1 || got.Stop[0].Reason != v1alpha1.AttemptDeadlineExceeded {
+		t.Fatalf("31 s after its start: stop %+v, want DeadlineExceeded", got.Stop)
+	}
+}

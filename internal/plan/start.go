@@ -17,14 +17,15 @@ const heldCause = "the Job is suspended until admitted (by Kueue or another cont
 // attempt), after keepOutputs kept what their pods printed, and wakes the
 // pass at the deadline of the others. A Job held suspended runs no clock.
 func (d *decision) checkDeadlines() {
+	kueue := jobs.KueueManaged(d.task)
 	for i := range d.rs {
 		a := d.rs[i].Latest()
-		if a.Phase != runs.Active || a.Held {
+		if a.Phase != runs.Active {
 			continue
 		}
-		at, ok := retry.Deadline(&d.task.Spec, a.StartBase())
+		at, ok := retry.Deadline(&d.task.Spec, a, kueue)
 		if !ok {
-			return
+			continue
 		}
 		if d.now.Before(at) {
 			d.wake.add(at)

@@ -68,7 +68,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 				}
 			}
 		}
-		if a.Output == "" && (a.Failing == v1alpha1.AttemptDeadlineExceeded || deadlinePassed(&p.task.Spec, a, p.now)) {
+		if a.Output == "" && (a.Failing == v1alpha1.AttemptDeadlineExceeded || deadlinePassed(p.task, a, p.now)) {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
 				return in, err
@@ -101,9 +101,9 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 // deadlinePassed reports whether an active attempt is at or past its
 // activeDeadlineSeconds: the plan stops it this pass, and what its pods
 // printed is read first, while they still run.
-func deadlinePassed(spec *v1alpha1.TaskSpec, a *runs.Attempt, now time.Time) bool {
-	at, ok := retry.Deadline(spec, a.StartBase())
-	return ok && !a.Held && !now.Before(at)
+func deadlinePassed(task *v1alpha1.Task, a *runs.Attempt, now time.Time) bool {
+	at, ok := retry.Deadline(&task.Spec, a, jobs.KueueManaged(task))
+	return ok && !now.Before(at)
 }
 
 // observeRetryAfter reads, once per failed http attempt, the Retry-After

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // Defaults of spec.backoff and spec.startTimeoutSeconds, applied when the
@@ -106,16 +107,19 @@ func StartTimeout(spec *v1alpha1.TaskSpec) time.Duration {
 }
 
 // Deadline is when an active attempt's spec.activeDeadlineSeconds ends,
-// counted from its Job's start (creation, or resumption from suspension:
-// a Job Kueue holds runs no clock until admitted); ok is false without a
-// deadline. The operator stops the attempt then itself (DeadlineExceeded),
-// after keeping what its pods printed: were the Job controller to kill the
-// pods first, a script that ends at SIGTERM leaves nothing to read.
-func Deadline(spec *v1alpha1.TaskSpec, started time.Time) (at time.Time, ok bool) {
-	if spec.ActiveDeadlineSeconds == nil {
+// counted, as the Job controller counts it, from its Job's start: its
+// creation, or its resumption from suspension. ok is false without a
+// deadline and while no clock runs: a Job held suspended, or one Kueue
+// admitted whose start the Job controller has not recorded yet (kueue:
+// the Task's Jobs are Kueue's to admit). The operator stops the attempt at
+// the deadline itself (DeadlineExceeded), after keeping what its pods
+// printed: were the Job controller to kill the pods first, a script that
+// ends at SIGTERM leaves nothing to read.
+func Deadline(spec *v1alpha1.TaskSpec, a *runs.Attempt, kueue bool) (at time.Time, ok bool) {
+	if spec.ActiveDeadlineSeconds == nil || a.Held || (kueue && a.Resumed.IsZero()) {
 		return time.Time{}, false
 	}
-	return started.Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second), true
+	return a.StartBase().Add(time.Duration(*spec.ActiveDeadlineSeconds) * time.Second), true
 }
 
 // FirstStartCheck is how long after an attempt's start its pods are first
