@@ -23,9 +23,24 @@ import (
 // the API server refuses marks the notification Failed.
 func (p *pass) sendNotifications(ctx context.Context) error {
 	st := &p.task.Status
-	for _, rec := range notify.Due(p.old.History, st.History) {
+	due := notify.Due(p.old.History, st.History)
+	if len(due) == 0 {
+		return nil
+	}
+	stored, err := p.storedHistory(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range due {
 		if !p.r.leaseHeld() {
 			return errLeaseLapsed
+		}
+		if notificationDecided(stored, rec.RunID) {
+			// An earlier pass made this notification's Job and recorded it;
+			// this pass started from an older cached Task. Its Job may be
+			// gone since (deleted): never a second one. This pass's status
+			// write loses to the newer status and runs again.
+			continue
 		}
 		i := historyIndex(st.History, rec.RunID)
 		ev, _ := notify.Event(rec, notify.Previous(st.History, i))
@@ -50,6 +65,30 @@ func (p *pass) sendNotifications(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// storedHistory is the Task's history as the API server has it now: a
+// notification Job is the one thing a pass creates that a deleted copy
+// does not guard (its name is free again), so whether the notification was
+// already decided is read from the source, not the cache. One read per pass
+// that has a notification to send.
+func (p *pass) storedHistory(ctx context.Context) ([]v1alpha1.RunRecord, error) {
+	stored := &v1alpha1.Task{}
+	if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(p.task), stored); err != nil {
+		return nil, fmt.Errorf("reading the stored Task before a notification: %w", err)
+	}
+	return stored.Status.History, nil
+}
+
+// notificationDecided reports whether the history records a notification
+// state for run id.
+func notificationDecided(h []v1alpha1.RunRecord, id string) bool {
+	for _, r := range h {
+		if r.RunID == id {
+			return r.Notification != ""
+		}
+	}
+	return false
 }
 
 // noteNotification keeps why the notification of run id failed, for its
