@@ -45,6 +45,7 @@ const DeadlineMessage = "Job was active longer than specified deadline"
 func (d *decision) checkStarts() {
 	task, now, in := d.task, d.now, d.in
 	timeout := retry.StartTimeout(&task.Spec)
+	first := retry.FirstStartCheck(&task.Spec) // when pods are first looked at
 	kueue := jobs.KueueManaged(task)
 	for i := range d.rs {
 		a := d.rs[i].Latest()
@@ -68,8 +69,8 @@ func (d *decision) checkStarts() {
 			// timeout begins; that update brings the next pass.
 			d.wake.add(now.Add(timeout))
 			continue
-		case !retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&task.Spec), now):
-			d.wake.add(a.StartBase().Add(retry.FirstStartCheck(&task.Spec)))
+		case !retry.StartCheckDue(a.StartBase(), first, now):
+			d.wake.add(a.StartBase().Add(first))
 			continue
 		default:
 			check = retry.CheckStart(a.StartBase(), in.Pods[a.JobName], in.Refused[a.JobName], timeout, now)

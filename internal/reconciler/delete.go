@@ -77,7 +77,7 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 		}
 		return reconcile.Result{}, nil
 	}
-	r.event(task, nil, eventNormal, v1alpha1.EventDeleted, "Delete", deletedNote(deleted, jobList, sending, wait, terminating))
+	r.event(task, nil, eventNormal, v1alpha1.EventDeleted, "Delete", deletedNote(deleted, sending, wait, terminating))
 	return reconcile.Result{}, nil
 }
 
@@ -94,7 +94,7 @@ func unsentNotifications(task *v1alpha1.Task, jobList []batchv1.Job) []string {
 }
 
 // deletedNote is the Deleted event's text: what the finalizer cleaned up.
-func deletedNote(deleted []string, all []batchv1.Job, sending []string, waited, terminating bool) string {
+func deletedNote(deleted, sending []string, waited, terminating bool) string {
 	var b strings.Builder
 	switch len(deleted) {
 	case 0:
