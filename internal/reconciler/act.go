@@ -101,6 +101,12 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 			p.r.event(p.task, job, eventNormal, v1alpha1.EventAttemptCreated, "CreateJob",
 				fmt.Sprintf("run %s: attempt %d started as Job %s", s.RunID, s.Attempt, job.Name))
 		}
+		if slots := p.plan.Schedule.Slots; slots != nil && slots.Missed > 0 && s.Scheduled != nil && s.Attempt == 1 && slots.Due.Equal(*s.Scheduled) {
+			// Reported now, not after the status write: once the slot's
+			// Job exists, a pass that follows a lost write counts from that
+			// slot and no longer sees the slots missed before it.
+			p.missedEvent(slots)
+		}
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
 		if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {

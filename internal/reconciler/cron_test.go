@@ -6,6 +6,7 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -307,4 +308,44 @@ func hasEvent(t *testing.T, task *v1alpha1.Task, reason v1alpha1.Reason, text st
 		}
 	}
 	return false
+}
+
+// The slots missed in downtime are reported even when the status write of
+// the pass that started the newest slot is lost: the next pass counts from
+// that slot's Job and no longer sees them. (The envtest suite once lost
+// this event when a pass on a stale cached Task created the Job and its
+// write conflicted.)
+func TestMissedSlotsAreReportedWhenTheWriteOfThePassThatStartedTheNewestIsLost(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	task := newTask(ns, "cron-missed-crash", manual, testutil.Schedule("*/5 * * * *"))
+	must(t, k8s.Create(ctx, task))
+	first := reconcileUntil(t, task, "phase Scheduled", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseScheduled })
+	newest := first.Status.NextScheduleTime.Time.Add(25 * time.Minute)
+	fakeClock.SetTime(newest.Add(30 * time.Second))
+
+	waitCached(t, task)
+	recorder := events.NewFakeRecorder(100)
+	crashing := manualReconciler(crashBeforeStatus())
+	crashing.Recorder = recorder
+	eventually(t, "the crashing pass to create the newest slot's Job", func() (bool, string) {
+		_, _ = crashing.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+		return len(jobsOf(t, task)) == 1, "no Job yet"
+	})
+	after := manualReconciler(nil)
+	after.Recorder = recorder
+	eventually(t, "the slot recorded", func() (bool, string) {
+		_, err := after.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+		got := getTask(t, task)
+		return err == nil && got.Status.LastScheduleTime != nil && got.Status.LastScheduleTime.Time.Equal(newest), statusSummary(got)
+	})
+	var missed []string
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventMissedSchedules)) {
+			missed = append(missed, e)
+		}
+	}
+	if len(missed) != 1 || !strings.Contains(missed[0], "5 earlier slot(s)") {
+		t.Fatalf("MissedSchedules events %q, want one for 5 earlier slots", missed)
+	}
 }

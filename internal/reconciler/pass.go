@@ -32,6 +32,8 @@ type pass struct {
 	refused *status.Problem
 	// created counts the Jobs this pass created (not found existing).
 	created int
+	// missedReported: the MissedSchedules event of the due slot is sent.
+	missedReported bool
 	// outputs holds what the pods of finished attempts said, by Job name.
 	outputs map[string]status.Output
 	// pods holds the pods this pass read, by Job name (attemptPods).

@@ -135,8 +135,16 @@ func (p *pass) slotEvents(s *scheduler.Slots) {
 		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: a run is still active (concurrencyPolicy: Forbid)", slot))
 	}
-	if s.Missed > 0 {
-		r.event(task, nil, eventWarning, v1alpha1.EventMissedSchedules, "Schedule",
-			fmt.Sprintf("%d earlier slot(s) were missed; only the newest slot, %s, was considered", s.Missed, slot))
+	if s.Missed > 0 && !p.missedReported {
+		p.missedEvent(s)
 	}
+}
+
+// missedEvent reports the slots missed before the due one, once a pass.
+// The pass that creates the due slot's Job reports them when it does
+// (startAttempt); any other pass after its status write.
+func (p *pass) missedEvent(s *scheduler.Slots) {
+	p.missedReported = true
+	p.r.event(p.task, nil, eventWarning, v1alpha1.EventMissedSchedules, "Schedule",
+		fmt.Sprintf("%d earlier slot(s) were missed; only the newest slot, %s, was considered", s.Missed, s.Due.UTC().Format(time.RFC3339)))
 }
