@@ -79,6 +79,7 @@ spec:
 	go func() { exited <- cmd.Wait() }()
 
 	var name, job string
+	var running []corev1.Pod
 	eventually(t, 60*time.Second, "the generated Task's pod to run", func(ctx context.Context) (bool, string) {
 		if name == "" {
 			first, _, _ := strings.Cut(out.String(), "\n")
@@ -94,7 +95,7 @@ spec:
 			return false, err.Error()
 		}
 		if len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning {
-			job = pods[0].Labels[batchv1.JobNameLabel]
+			job, running = pods[0].Labels[batchv1.JobNameLabel], pods
 			return true, ""
 		}
 		return false, fmt.Sprintf("pods %v", harness.PodPhases(pods))
@@ -102,6 +103,7 @@ spec:
 	if !strings.HasPrefix(name, "ci-build-") {
 		t.Fatalf("the plugin did not print the generated name: %q", out.String())
 	}
+	procs := watchProcesses(t, running)
 	interrupted := time.Now()
 	must(t, cmd.Process.Signal(syscall.SIGINT))
 	select {
@@ -113,7 +115,7 @@ spec:
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the plugin did not exit within 20 s of SIGINT; output:\n%s", out.String())
 	}
-	ended := stoppedPodEnds(t, ns, job, v1alpha1.AttemptCancelled)
+	ended := stoppedPodEnds(t, ns, job, v1alpha1.AttemptCancelled, procs)
 	task := mustGetTask(t, ns, name)
 	if len(task.Status.History) == 0 || task.Status.History[0].Result != v1alpha1.RunResultCancelled || task.Status.Attempts != 1 {
 		t.Fatalf("status after the cancel: phase %s, history %+v", task.Status.Phase, task.Status.History)
