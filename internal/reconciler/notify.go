@@ -3,9 +3,13 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -45,26 +49,57 @@ func (p *pass) sendNotifications(ctx context.Context) error {
 		i := historyIndex(st.History, rec.RunID)
 		ev, _ := notify.Event(rec, notify.Previous(st.History, i))
 		job := jobs.BuildNotification(p.task, notify.NewDocument(p.task, rec, ev), notify.Targets(p.task.Spec.Notify, ev), p.r.Jobs)
-		err := p.r.Client.Create(ctx, job)
-		switch {
-		case err == nil:
-			log.FromContext(ctx).Info("created notification Job", "job", job.Name, "run", rec.RunID, "event", ev)
-		case apierrors.IsAlreadyExists(err):
-			existing := &batchv1.Job{}
-			if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
-				return err
-			}
-			if _, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*existing})[rec.RunID]; !ours {
-				return fmt.Errorf("job %s/%s exists but is not this Task's notification of run %s; delete or rename it", job.Namespace, job.Name, rec.RunID)
-			}
-		case apierrors.IsInvalid(err):
+		if refusal := p.createNotification(ctx, job, rec.RunID); refusal != "" {
+			// Never held back: the run's result is written in this pass
+			// whatever became of its notification.
 			st.History[i].Notification = v1alpha1.NotificationFailed
-			p.noteNotification(rec.RunID, fmt.Sprintf("run %s: the API server refused the notification Job: %v", rec.RunID, err))
-		default:
-			return err
+			p.noteNotification(rec.RunID, fmt.Sprintf("run %s: notification not sent (the run's result stands; it is not retried): %s", rec.RunID, refusal))
 		}
 	}
 	return nil
+}
+
+// notificationCreateRetry retries a notification Job's create that failed
+// for a moment (server timeout, 5xx, 429, lost connection) a few times
+// within the pass, about 1.5 s in all, before the notification is given up.
+var notificationCreateRetry = wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}
+
+// createNotification creates a notification Job and returns, when it could
+// not, why, for the NotificationFailed event: any refusal (a quota of
+// Jobs the run's own Jobs filled, an admission policy or webhook, someone
+// else's Job under the name, an invalid Job) and an API server that keeps
+// failing. A refusal is not retried in later passes: the status records
+// the notification Failed in the same write as the run's result, so
+// neither waits for the other.
+func (p *pass) createNotification(ctx context.Context, job *batchv1.Job, runID string) string {
+	err := retry.OnError(notificationCreateRetry, transient, func() error { return p.r.Client.Create(ctx, job) })
+	switch {
+	case err == nil:
+		log.FromContext(ctx).Info("created notification Job", "job", job.Name, "run", runID)
+		return ""
+	case apierrors.IsAlreadyExists(err):
+		existing := &batchv1.Job{}
+		if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
+			// Most likely ours (the name is this run's): the next pass
+			// finds it, or marks the notification Failed if it is not.
+			log.FromContext(ctx).Info("could not read the existing notification Job; taking it as ours", "job", job.Name, "error", err.Error())
+			return ""
+		}
+		if _, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*existing})[runID]; !ours {
+			return fmt.Sprintf("Job %s exists and is not this Task's notification of run %s", job.Name, runID)
+		}
+		return ""
+	default:
+		return fmt.Sprintf("the API server refused notification Job %s: %v", job.Name, err)
+	}
+}
+
+// transient reports an API error that may not repeat: a create retried
+// after it can succeed.
+func transient(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err)
 }
 
 // storedHistory is the Task's history as the API server has it now: a

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -319,4 +323,57 @@ func TestPerTaskMetricsFollowTheStatusAndGoWithTheTask(t *testing.T) {
 		text := scrape(t)
 		return !strings.Contains(text, `task="measured"`), "still scraped"
 	})
+}
+
+// A notification Job the API server refuses never holds back the run's
+// result: a ResourceQuota of Jobs that the run's own Job filled refuses
+// the notification Job, and the same status write records the run's end
+// and the notification Failed, with the refusal in the event, without a
+// retry loop.
+func TestARefusedNotificationJobNeverHoldsBackTheResult(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "quota-told", manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
+	must(t, k8s.Create(ctx, task))
+	reconcileUntil(t, task, "the first Job", func(*v1alpha1.Task) bool { return len(jobsOf(t, task)) == 1 })
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobs"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}}
+	must(t, k8s.Create(ctx, q))
+	// The quota controller (not in envtest) would record the run's Job.
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}
+	must(t, k8s.Status().Update(ctx, q))
+	job := jobsOf(t, task)[0]
+	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
+
+	r := manualReconciler(nil)
+	recorder := events.NewFakeRecorder(100)
+	r.Recorder = recorder
+	var res reconcile.Result
+	var got *v1alpha1.Task
+	eventually(t, "the run's end recorded", func() (bool, string) {
+		var err error
+		res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+		got = getTask(t, task)
+		return err == nil && got.Status.Phase == v1alpha1.PhaseFailed, errString(err) + "; " + statusSummary(got)
+	})
+	if h := got.Status.History[0]; h.Result != v1alpha1.RunResultFailed || h.Notification != v1alpha1.NotificationFailed {
+		t.Fatalf("history %+v, want the run Failed and its notification Failed", h)
+	}
+	if c := condition(got, v1alpha1.ConditionFinished); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Finished %+v", c)
+	}
+	if n := len(notificationJobs(t, task)); n != 0 {
+		t.Fatalf("%d notification Jobs past the quota", n)
+	}
+	if res.RequeueAfter != 0 && res.RequeueAfter < time.Minute {
+		t.Fatalf("the refused notification is retried after %s", res.RequeueAfter)
+	}
+	var notes []string
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventNotificationFailed)) {
+			notes = append(notes, e)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "exceeded quota: jobs") {
+		t.Fatalf("NotificationFailed events %q, want one naming the quota", notes)
+	}
 }
