@@ -135,7 +135,10 @@ func exhausted(attempts int32, why string) string {
 
 // Steps is the next step of every run of a Task: Next under the Task's
 // policy (its jitter seeded by the Task's UID), with suspend pausing every
-// run but those a run-now token started.
+// run but those a run-now token started. A run the stored history records
+// as finished takes no further step, whatever the spec says now: raising
+// maxRetry after a run failed must not reopen it (CI has acted on the
+// failure); a re-run is a run-now.
 func Steps(task *v1alpha1.Task, rs []runs.Run, now time.Time) map[string]Step {
 	spec := &task.Spec
 	policy := PolicyFor(spec)
@@ -144,7 +147,50 @@ func Steps(task *v1alpha1.Task, rs []runs.Run, now time.Time) map[string]Step {
 	steps := make(map[string]Step, len(rs))
 	for i := range rs {
 		paused := suspended && !runs.IsRunNow(rs[i].ID)
-		steps[rs[i].ID] = Next(&rs[i], policy, paused, now)
+		step := Next(&rs[i], policy, paused, now)
+		if rec := finalRecord(task.Status.History, rs[i].ID); rec != nil && reopens(step) {
+			step = settled(rec, rs[i].Latest().Number, step)
+		}
+		steps[rs[i].ID] = step
 	}
 	return steps
+}
+
+// reopens reports a step that would start or wait for another attempt.
+func reopens(s Step) bool {
+	return s.Kind == StartAttempt || s.Kind == WaitForRetry || s.Kind == Paused
+}
+
+// finalRecord is the history's record of run id when it records the run
+// as finished.
+func finalRecord(h []v1alpha1.RunRecord, id string) *v1alpha1.RunRecord {
+	for i := range h {
+		if h[i].RunID == id && h[i].Result != v1alpha1.RunResultRunning {
+			return &h[i]
+		}
+	}
+	return nil
+}
+
+// settled is the step of a finished run as the history records it; would
+// is the step the attempts alone gave.
+func settled(rec *v1alpha1.RunRecord, last int32, would Step) Step {
+	at := would.At
+	if rec.CompletionTime != nil {
+		at = rec.CompletionTime.Time
+	}
+	kind := Failed
+	switch rec.Result {
+	case v1alpha1.RunResultSucceeded:
+		kind = Succeeded
+	case v1alpha1.RunResultStopped:
+		kind = Stopped
+	case v1alpha1.RunResultCancelled:
+		kind = Cancelled
+	}
+	reason := rec.Reason
+	if kind == Failed && reason == "" {
+		reason = v1alpha1.ReasonRetriesExhausted
+	}
+	return Step{Kind: kind, Attempt: last, At: at, Reason: reason, Message: rec.Message}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -316,5 +318,43 @@ func TestAServersRetryAfterIsWaitedForUpToTheBackoffsCap(t *testing.T) {
 		if got.Kind != WaitForRetry || !got.At.Equal(failedAt.Add(tc.want)) {
 			t.Errorf("Retry-After %s: step %+v, want the next attempt at +%s", tc.retryAfter, got, tc.want)
 		}
+	}
+}
+
+// A run the stored history records as finished takes no further step,
+// whatever the spec says now: maxRetry raised on a Failed Task reopens
+// nothing.
+func TestAFinishedRunTakesNoStepWhateverTheSpecSaysNow(t *testing.T) {
+	failedRun := runs.Run{ID: runs.OneShot, Attempts: []runs.Attempt{attempt(1, runs.Failed, v1alpha1.AttemptPodFailed, t0)}}
+	task := func(maxRetry int32, history ...v1alpha1.RunRecord) *v1alpha1.Task {
+		return &v1alpha1.Task{Spec: v1alpha1.TaskSpec{MaxRetry: maxRetry}, Status: v1alpha1.TaskStatus{History: history}}
+	}
+	final := v1alpha1.RunRecord{RunID: runs.OneShot, Result: v1alpha1.RunResultFailed, Reason: v1alpha1.ReasonRetriesExhausted,
+		Message: "the only attempt failed", CompletionTime: &metav1.Time{Time: t0}}
+	running := v1alpha1.RunRecord{RunID: runs.OneShot, Result: v1alpha1.RunResultRunning}
+	now := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name string
+		task *v1alpha1.Task
+		want Step
+	}{{
+		name: "maxRetry raised after the history recorded the failure: still failed",
+		task: task(2, final),
+		want: Step{Kind: Failed, Attempt: 1, At: t0, Reason: v1alpha1.ReasonRetriesExhausted, Message: "the only attempt failed"},
+	}, {
+		name: "maxRetry raised while the run is still retrying: the next attempt starts",
+		task: task(2, running),
+		want: Step{Kind: StartAttempt, Attempt: 2, At: t0.Add(10 * time.Second), Reason: v1alpha1.AttemptPodFailed, Message: FailureText(&failedRun.Attempts[0])},
+	}, {
+		name: "no history yet (a lost status write): the attempts decide",
+		task: task(0),
+		want: Step{Kind: Failed, Attempt: 1, At: t0, Reason: v1alpha1.ReasonRetriesExhausted, Message: exhausted(1, FailureText(&failedRun.Attempts[0]))},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Steps(tc.task, []runs.Run{failedRun}, now)[runs.OneShot]
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("step (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
