@@ -35,8 +35,8 @@ type Waiting struct {
 
 // JobState is what one Job of the queue's attempts says.
 type JobState struct {
-	// Finished: the Job completed, failed, or was stopped by the operator;
-	// its place is free.
+	// Finished: the Job completed, failed, or was stopped by the operator
+	// (suspended) and its pods are gone; its place is free.
 	Finished bool
 }
 

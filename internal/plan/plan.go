@@ -174,6 +174,7 @@ func Decide(in Input) Plan {
 	d.stamp = d.now.UTC().Truncate(time.Second) // a stop's time, as its annotation keeps it
 	d.rs = runs.Clone(in.Runs)
 
+	d.stopAgain()        // 0. stopped attempts whose Job runs again (stopagain.go)
 	d.checkStarts()      // 1. start and capacity timeouts (start.go)
 	d.takePending()      //    the queued new runs the status remembers (queue.go)
 	d.cancel()           // 2. a new cancel token (cancel.go)

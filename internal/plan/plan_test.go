@@ -37,6 +37,24 @@ func recorded(ids ...string) v1alpha1.TaskStatus {
 	return st
 }
 
+// cancelled is a stored status whose history records runs as cancelled.
+func cancelled(ids ...string) v1alpha1.TaskStatus {
+	st := v1alpha1.TaskStatus{ObservedGeneration: 1}
+	for _, id := range ids {
+		st.History = append(st.History, v1alpha1.RunRecord{RunID: id, Attempts: 1, Result: v1alpha1.RunResultCancelled, Reason: v1alpha1.ReasonCancelled})
+	}
+	return st
+}
+
+// running is a stored status whose history records runs as running.
+func running(ids ...string) v1alpha1.TaskStatus {
+	st := v1alpha1.TaskStatus{ObservedGeneration: 1}
+	for _, id := range ids {
+		st.History = append(st.History, v1alpha1.RunRecord{RunID: id, Attempts: 1, Result: v1alpha1.RunResultRunning})
+	}
+	return st
+}
+
 func TestDecide(t *testing.T) {
 	imagePull := []retry.PodStart{{Name: "p", Created: ago(301 * time.Second), WaitingReason: "ImagePullBackOff", WaitingMessage: "no such image"}}
 	runNow := "batch.taskops.io/run-now"
@@ -96,6 +114,27 @@ func TestDecide(t *testing.T) {
 				Start:       []plan.Start{{RunID: runs.RunNowID("again"), Attempt: 1}},
 				RunNowToken: runs.TokenHash("again"),
 			},
+		},
+		{
+			name: "a cancelled run's Job that someone resumed is stopped again",
+			in: plan.Input{Task: task(testutil.Status(cancelled("0"))),
+				Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Minute)).StopUndone(v1alpha1.AttemptCancelled, "token t1").Obj()}},
+			want: plan.Plan{Stop: []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptCancelled,
+				Message: "stopped again (its Job ran again after it was stopped): token t1"}}},
+		},
+		{
+			name: "a stopped attempt's Job that runs again after the next attempt started is stopped again",
+			in: plan.Input{Task: task(testutil.Status(recorded())), Runs: []runs.Run{testutil.MakeRun("0").
+				Started(ago(time.Hour)).StopUndone(v1alpha1.AttemptStartTimeout, "pod p did not start").
+				Started(ago(time.Minute)).Obj()}},
+			want: plan.Plan{Stop: []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptStartTimeout,
+				Message: "stopped again (its Job ran again after it was stopped): pod p did not start"}}},
+		},
+		{
+			name: "a running Job someone annotated as stopped by hand runs on and starts no next attempt",
+			in: plan.Input{Task: task(testutil.Status(running("0"))),
+				Runs: []runs.Run{testutil.MakeRun("0").Started(ago(time.Minute)).StopUndone(v1alpha1.AttemptCancelled, "").Obj()}},
+			want: plan.Plan{},
 		},
 		{
 			name: "the output of an attempt being failed for its deadline is kept on its Job",

@@ -54,6 +54,8 @@ func CacheOptions(noShortcuts bool) cache.Options {
 //     pods with it (PodsStarted, for the start timeout); spec.suspend: a
 //     Job held suspended by someone else (Kueue) waits for capacity.
 //   - status.ready, .succeeded, .failed: the same PodsStarted sum.
+//   - status.active, .terminating: a queue counts a stopped attempt's
+//     place as taken until its pods are gone (jobState).
 //   - status.conditions of type Complete and Failed (type, status, reason,
 //     message, lastTransitionTime): the attempt's phase, its failure reason
 //     and message, and when it finished; and FailureTarget until one of
@@ -66,8 +68,7 @@ func CacheOptions(noShortcuts bool) cache.Options {
 // Everything else goes, mainly the pod template (the operator builds Jobs
 // with internal/jobs.Build and never reads one back; a Job it must compare
 // is read from the API server, see startAttempt), spec.podFailurePolicy,
-// spec.selector, the other spec fields, and status.active,
-// .terminating, .completedIndexes, .failedIndexes, .uncountedTerminatedPods
+// spec.selector, the other spec fields, and status.completedIndexes, .failedIndexes, .uncountedTerminatedPods
 // and the other conditions (SuccessCriteriaMet, FailureTarget, Suspended).
 // A Job read from the cache is therefore never complete: never write one
 // back (Update) or compare its spec. Jobs read with the APIReader are whole.
@@ -97,6 +98,8 @@ func trimJob(obj any) (any, error) {
 			Ready:          job.Status.Ready,
 			Succeeded:      job.Status.Succeeded,
 			Failed:         job.Status.Failed,
+			Active:         job.Status.Active,
+			Terminating:    job.Status.Terminating,
 		},
 	}
 	out.ManagedFields = nil

@@ -113,7 +113,7 @@ func TestJobCacheTransform(t *testing.T) {
 	}
 
 	// What remains: metadata without managed fields, spec.completions, and
-	// the status fields runs.AttemptOf reads.
+	// the status fields runs.AttemptOf and the queue's jobState read.
 	wantMeta := *orig.ObjectMeta.DeepCopy()
 	wantMeta.ManagedFields = nil
 	if !equality.Semantic.DeepEqual(got.ObjectMeta, wantMeta) {
@@ -128,6 +128,8 @@ func TestJobCacheTransform(t *testing.T) {
 		Ready:          ptr.To[int32](1),
 		Succeeded:      1,
 		Failed:         1,
+		Active:         orig.Status.Active,                                // a stopped attempt's place is held
+		Terminating:    orig.Status.Terminating,                           // until its pods are gone (jobState)
 		Conditions:     []batchv1.JobCondition{orig.Status.Conditions[2]}, // Failed only
 	}
 	if !equality.Semantic.DeepEqual(got.Status, wantStatus) {

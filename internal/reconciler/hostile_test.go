@@ -1,12 +1,21 @@
 package reconciler_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
@@ -43,4 +52,113 @@ func TestRaisingMaxRetryAfterARunFailedStartsNoAttempt(t *testing.T) {
 	if n := len(jobsOf(t, task)); n != 1 || got.Status.Phase != v1alpha1.PhaseFailed || got.Status.Attempts != 1 {
 		t.Fatalf("maxRetry 0 -> 2 on a failed run: %d Jobs, %s", n, statusSummary(got))
 	}
+}
+
+// A stop annotation proves nothing by itself: written by hand on a running
+// Job, it neither ends the attempt nor starts the next one.
+func TestAStopAnnotationWrittenByHandStartsNoNextAttempt(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "hand-stopped", manual, testutil.MaxRetry(2))
+	must(t, k8s.Create(ctx, task))
+	reconcileUntil(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
+	job := jobsOf(t, task)[0]
+	patchJob(t, &job, map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1alpha1.AnnotationStopReason: string(v1alpha1.AttemptStartTimeout),
+		v1alpha1.AnnotationStopTime:   fakeClock.Now().UTC().Format(time.RFC3339)}}})
+	eventually(t, "the annotation in the manual cache", func() (bool, string) {
+		var cached batchv1.Job
+		err := manualClient.Get(ctx, client.ObjectKeyFromObject(&job), &cached)
+		return err == nil && cached.Annotations[v1alpha1.AnnotationStopReason] != "", errString(err)
+	})
+	fakeClock.SetTime(fakeClock.Now().Add(time.Minute)) // past any backoff
+	r := manualReconciler(nil)
+	for range 3 {
+		reconcileOnce(t, r, task)
+	}
+	got := getTask(t, task)
+	if n := len(jobsOf(t, task)); n != 1 || got.Status.Phase != v1alpha1.PhaseRunning || got.Status.Attempts != 1 {
+		t.Fatalf("a hand-written stop annotation: %d Jobs, %s", n, statusSummary(got))
+	}
+}
+
+// A Job the operator stopped and someone resumed is stopped again: the
+// Task says Cancelled, and its Job must not run.
+func TestACancelledJobThatIsResumedIsSuspendedAgain(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "resumed", testutil.MaxRetry(3))
+	must(t, k8s.Create(ctx, task))
+	job := waitJobs(t, task, 1)[0]
+	waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
+	setCancel(t, task, "ci-1")
+	waitTask(t, task, "the run Cancelled", cancelled)
+
+	patchJob(t, &job, map[string]any{"spec": map[string]any{"suspend": false}})
+	eventually(t, "the resumed Job suspended again", func() (bool, string) {
+		j := getJob(t, &job)
+		return ptr.Deref(j.Spec.Suspend, false), "suspend false"
+	})
+	got := getTask(t, task)
+	if n := len(jobsOf(t, task)); n != 1 || !cancelled(got) || got.Status.Attempts != 1 {
+		t.Fatalf("after the resume: %d Jobs, %s", n, statusSummary(got))
+	}
+}
+
+// patchJob merge-patches a Job as another party would.
+func patchJob(t *testing.T, job *batchv1.Job, patch map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(patch)
+	must(t, err)
+	must(t, k8s.Patch(ctx, job, client.RawPatch(types.MergePatchType, data)))
+}
+
+// A stopped attempt holds its queue place until its pods are gone: in a
+// queue of 1 the next Task is admitted only then, never while the stopped
+// script may still run.
+func TestAStoppedAttemptHoldsItsQueuePlaceUntilItsPodsAreGone(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "one", 1)
+	must(t, k8s.Create(ctx, q))
+	first := newTask(ns, "first", testutil.Queue("one"))
+	must(t, k8s.Create(ctx, first))
+	job := waitJobs(t, first, 1)[0]
+	// The Job controller (not in envtest) would count its running pod.
+	job.Status.Active, job.Status.StartTime = 1, &metav1.Time{Time: fakeClock.Now()}
+	must(t, k8s.Status().Update(ctx, &job))
+	second := newTask(ns, "second", testutil.Queue("one"))
+	must(t, k8s.Create(ctx, second))
+	waitTask(t, second, "second queued", queuedAs(v1alpha1.ReasonQueued))
+
+	setCancel(t, first, "ci-1")
+	waitTask(t, first, "the first run Cancelled", cancelled)
+	waitJob(t, &job, "the first Job suspended", func(j *batchv1.Job) bool { return ptr.Deref(j.Spec.Suspend, false) })
+	// A queue pass that sees the stop keeps the place: the pod is still
+	// there. (A second queue reconciler, on the manual cache, makes sure a
+	// pass has seen it.)
+	eventually(t, "the stopped Job in the manual cache", func() (bool, string) {
+		var cached batchv1.Job
+		err := manualClient.Get(ctx, client.ObjectKeyFromObject(&job), &cached)
+		return err == nil && ptr.Deref(cached.Spec.Suspend, false), errString(err)
+	})
+	queues := &reconciler.QueueReconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
+	eventually(t, "a queue pass after the stop", func() (bool, string) {
+		_, err := queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})
+		return err == nil, errString(err)
+	})
+	got := getQueue(t, q)
+	if !slices.Contains(got.Status.Admitted, job.Name) || len(got.Status.Admitted) != 1 || len(jobsOf(t, second)) != 0 {
+		t.Fatalf("the stopped attempt's place was given away while its pod ran: admitted %v", got.Status.Admitted)
+	}
+
+	stopped := getJob(t, &job)
+	stopped.Status.Active = 0
+	must(t, k8s.Status().Update(ctx, stopped))
+	waitJobs(t, second, 1)
+}
+
+func waitJob(t *testing.T, job *batchv1.Job, what string, ok func(*batchv1.Job) bool) {
+	t.Helper()
+	eventually(t, what, func() (bool, string) {
+		j := getJob(t, job)
+		return ok(j), fmt.Sprintf("suspend %v, annotations %v", j.Spec.Suspend, j.Annotations)
+	})
 }

@@ -212,10 +212,14 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 	return in, tasks, nil
 }
 
-// jobState is whether a Job's attempt still holds its place. An attempt
-// the operator stopped holds none: its pods are being ended.
+// jobState is whether a Job's attempt still holds its place: while it is
+// active, and, once stopped, until its pods are gone (a stopped attempt's
+// pods still run for their grace period, and a Job someone resumed after a
+// stop runs again: it is Active, see runs.AttemptOf).
 func jobState(job *batchv1.Job) admission.JobState {
-	return admission.JobState{Finished: runs.AttemptOf(job, 0).Phase != runs.Active}
+	a := runs.AttemptOf(job, 0)
+	podsLeft := job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0
+	return admission.JobState{Finished: a.Phase != runs.Active && !(a.Phase == runs.Stopped && podsLeft)}
 }
 
 // setQueueReady sets the queue's Ready condition: True while it admits.

@@ -79,6 +79,14 @@ type Attempt struct {
 	// has read it (zero: the server sent none).
 	RetryAfter      time.Duration
 	RetryAfterKnown bool
+	// StopUndone is the stop reason annotated on a Job that is neither
+	// suspended nor finished: someone resumed a Job the operator stopped,
+	// or wrote the annotation by hand. The annotation alone proves nothing
+	// (anyone may edit it), so the attempt is Active; the plan stops it
+	// again when the status confirms the operator had stopped it
+	// (plan.stopAgain). StopUndoneMessage is the annotated message.
+	StopUndone        v1alpha1.Reason
+	StopUndoneMessage string
 }
 
 // Stop marks the attempt stopped by the operator at at, for reason: what
@@ -271,7 +279,14 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		}
 		return a
 	}
-	if reason, ok := job.Annotations[v1alpha1.AnnotationStopReason]; ok {
+	reason, stopped := job.Annotations[v1alpha1.AnnotationStopReason]
+	if stopped && !a.Held && condition(job, batchv1.JobFailed) == nil {
+		// Stopped means suspended (or finished): a Job that runs with the
+		// annotation runs.
+		a.StopUndone, a.StopUndoneMessage = v1alpha1.Reason(reason), job.Annotations[v1alpha1.AnnotationStopMessage]
+		stopped = false
+	}
+	if stopped {
 		a.Phase = Stopped
 		a.Reason = v1alpha1.Reason(reason)
 		a.Message = job.Annotations[v1alpha1.AnnotationStopMessage]

@@ -41,6 +41,9 @@ func withCondition(typ batchv1.JobConditionType, reason, message string, at time
 	}
 }
 
+// suspended is a Job with spec.suspend: true.
+func suspended(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) }
+
 func withAnnotation(k, v string) func(*batchv1.Job) {
 	return func(j *batchv1.Job) { j.Annotations[k] = v }
 }
@@ -94,10 +97,18 @@ func TestAttemptOfReadsWhatTheJobSays(t *testing.T) {
 		{"a Job being failed for its deadline is still active, and failing",
 			job("0", "1", t0, withCondition(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded, "", done)),
 			runs.Active, "", v1alpha1.AttemptDeadlineExceeded},
-		{"a Job the operator stopped is stopped, with the reason it gave",
+		{"a Job the operator stopped (suspended) is stopped, with the reason it gave",
 			job("0", "1", t0, withAnnotation(v1alpha1.AnnotationStopReason, string(v1alpha1.AttemptStartTimeout)),
-				withAnnotation(v1alpha1.AnnotationStopTime, done.Format(time.RFC3339))),
+				withAnnotation(v1alpha1.AnnotationStopTime, done.Format(time.RFC3339)), suspended),
 			runs.Stopped, v1alpha1.AttemptStartTimeout, ""},
+		{"a failed Job the operator stopped in its backoff is stopped",
+			job("0", "1", t0, withAnnotation(v1alpha1.AnnotationStopReason, string(v1alpha1.AttemptCancelled)),
+				withAnnotation(v1alpha1.AnnotationStopTime, done.Format(time.RFC3339)),
+				withCondition(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "", done)),
+			runs.Stopped, v1alpha1.AttemptCancelled, ""},
+		{"a stop annotation on a Job that runs (resumed, or written by hand) proves nothing: active",
+			job("0", "1", t0, withAnnotation(v1alpha1.AnnotationStopReason, string(v1alpha1.AttemptCancelled))),
+			runs.Active, "", ""},
 		{"a Job that completed before its stop took effect succeeded",
 			job("0", "1", t0, withAnnotation(v1alpha1.AnnotationStopReason, string(v1alpha1.AttemptReplaced)),
 				withCondition(batchv1.JobComplete, "", "", done)),

@@ -211,6 +211,14 @@ func (w *RunWrapper) Token(token string) *RunWrapper {
 	return w
 }
 
+// StopUndone marks the last attempt, which runs, as carrying the
+// operator's stop annotation for reason: its Job was resumed after a stop,
+// or annotated by hand.
+func (w *RunWrapper) StopUndone(reason v1alpha1.Reason, message string) *RunWrapper {
+	w.Latest().StopUndone, w.Latest().StopUndoneMessage = reason, message
+	return w
+}
+
 // Failing marks the last attempt as being failed by the Job controller
 // for reason (its FailureTarget condition).
 func (w *RunWrapper) Failing(reason v1alpha1.Reason) *RunWrapper {
