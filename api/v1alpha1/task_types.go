@@ -145,9 +145,10 @@ type TaskSpec struct {
 	// every run (initial, retry, cron slot, run-now) waits for the queue to
 	// admit it before its Job is created. A queue that does not exist (yet)
 	// is waited for (reason QueueNotFound). May not be combined with the
-	// kueue.x-k8s.io/queue-name label.
+	// kueue.x-k8s.io/queue-name label. At most 63 characters: the queue's
+	// name is a label value on the Jobs it admits.
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	QueueName string `json:"queueName,omitempty"`
 
@@ -704,11 +705,15 @@ type PodMetadata struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.labels cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// Annotations added to the pods (values up to 1024 characters).
+	// Annotations added to the pods (values up to 1024 characters). Keys
+	// that could weaken the pod's security are refused: AppArmor and
+	// seccomp profiles set by annotation, SELinux, and container runtime
+	// annotations.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.annotations cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 1024)",message="spec.podMetadata.annotations values must be at most 1024 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !['apparmor', 'seccomp', 'selinux'].exists(w, k.lowerAscii().contains(w)) && !['io.kubernetes.cri', 'io.containerd.', 'io.katacontainers.', 'run.oci.'].exists(p, k.startsWith(p)))",message="spec.podMetadata.annotations cannot set security-relevant annotations (keys naming AppArmor, seccomp or SELinux; container runtime keys io.kubernetes.cri*, io.containerd.*, io.katacontainers.*, run.oci.*): Task pods keep the restricted Pod Security Standard"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 

@@ -68,6 +68,7 @@ type TaskQueueStatus struct {
 // +kubebuilder:printcolumn:name="Queued",type=integer,JSONPath=`.status.queued`
 // +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="a TaskQueue's name must be at most 63 characters: it is a label value on the Jobs it admits"
 type TaskQueue struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

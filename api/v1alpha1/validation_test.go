@@ -126,6 +126,18 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 		{"a reserved pod annotation is refused", shellTask("annotation", func(t *v1alpha1.Task) {
 			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Annotations: map[string]string{"job-name": "x"}}
 		}), []string{"spec.podMetadata.annotations"}},
+		{"an AppArmor profile by annotation is refused", shellTask("apparmor", func(t *v1alpha1.Task) {
+			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Annotations: map[string]string{"container.apparmor.security.beta.kubernetes.io/task": "unconfined"}}
+		}), []string{"spec.podMetadata.annotations", "security-relevant"}},
+		{"a seccomp profile by annotation is refused", shellTask("seccomp", func(t *v1alpha1.Task) {
+			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Annotations: map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}}
+		}), []string{"spec.podMetadata.annotations", "security-relevant"}},
+		{"a container runtime annotation is refused", shellTask("runtime", func(t *v1alpha1.Task) {
+			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Annotations: map[string]string{"io.kubernetes.cri-o.userns-mode": "host"}}
+		}), []string{"spec.podMetadata.annotations", "security-relevant"}},
+		{"a queue name longer than a label value is refused", shellTask("long-queue", func(t *v1alpha1.Task) {
+			t.Spec.QueueName = strings.Repeat("q", 64)
+		}), []string{"spec.queueName", "63"}},
 		{"an env name reserved for the runner is refused", shellTask("env", func(t *v1alpha1.Task) {
 			t.Spec.Env = []v1alpha1.EnvVar{{Name: "TASK_HTTP_URL", Value: ptr.To("x")}}
 		}), []string{"spec.env", "TASK_HTTP_"}},
@@ -267,7 +279,8 @@ func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
 		t.Spec.Env = []v1alpha1.EnvVar{{Name: "MODE", Value: ptr.To("ci")},
 			{Name: "POD", ValueFrom: &v1alpha1.EnvVarSource{FieldRef: &v1alpha1.FieldSelector{FieldPath: "metadata.name"}}}}
 		t.Spec.Resources = &v1alpha1.Resources{Requests: corev1.ResourceList{corev1.ResourceCPU: mustQuantity("10m")}}
-		t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": "billing"}}
+		t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": "billing"},
+			Annotations: map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}}
 		t.Spec.TTLSecondsAfterFinished = ptr.To[int32](3600)
 	})
 	cron := shellTask("nightly", func(t *v1alpha1.Task) {
@@ -487,4 +500,16 @@ spec:
 	if err == nil || !strings.Contains(err.Error(), `quote the key`) {
 		t.Fatalf("an unquoted on: %v, want a refusal that says to quote it", err)
 	}
+}
+
+// A TaskQueue's name is a label value on the Jobs it admits: one longer
+// than 63 characters is refused at creation, not discovered by every Task
+// in it ending InvalidSpec.
+func TestATaskQueueNameLongerThanALabelValueIsRefused(t *testing.T) {
+	long := testutil.NewTaskQueue(ns, strings.Repeat("q", 64), 1)
+	err := k8s.Create(ctx, long, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "at most 63 characters") {
+		t.Fatalf("a 64-character TaskQueue name: %v", err)
+	}
+	must(t, k8s.Create(ctx, testutil.NewTaskQueue(ns, strings.Repeat("q", 63), 1), client.DryRunAll))
 }
