@@ -166,7 +166,7 @@ type TaskSpec struct {
 	// Admission checks each field's values and the descriptor's name; what
 	// only the operator's parser sees (a reversed range, a date that never
 	// comes, an @every that is not a whole number of seconds of at least
-	// 1s) is reported as InvalidSchedule.
+	// 5s) is reported as InvalidSchedule.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
@@ -803,6 +803,10 @@ type AttemptRecord struct {
 	Message string `json:"message,omitempty"`
 }
 
+// MaxActiveListed is the most running Jobs status.active lists (the
+// schema's bound); status.activeOmitted counts the rest.
+const MaxActiveListed = 100
+
 // TaskStatus is what the operator observed of a Task's runs.
 type TaskStatus struct {
 	// Phase summarises the Task.
@@ -828,11 +832,17 @@ type TaskStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	LastJobName string `json:"lastJobName,omitempty"`
 
-	// Active lists the running child Jobs.
+	// Active lists the running child Jobs, by name, at most
+	// MaxActiveListed of them.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	Active []corev1.ObjectReference `json:"active,omitempty"`
+
+	// ActiveOmitted counts the running Jobs that status.active leaves out
+	// (it lists at most MaxActiveListed); 0 when it lists them all.
+	// +optional
+	ActiveOmitted int32 `json:"activeOmitted,omitempty"`
 
 	// StartTime is when the current (or last) run started.
 	// +optional

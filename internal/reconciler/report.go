@@ -134,6 +134,9 @@ func (p *pass) slotEvents(s *scheduler.Slots) {
 	case scheduler.SkipForbidden:
 		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: a run is still active (concurrencyPolicy: Forbid)", slot))
+	case scheduler.SkipTooManyActive:
+		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
+			fmt.Sprintf("slot %s skipped: %d runs are active, the most a Task may have (concurrencyPolicy: Allow)", slot, scheduler.MaxActiveRuns))
 	}
 	if s.Missed > 0 && !p.missedReported {
 		p.missedEvent(s)

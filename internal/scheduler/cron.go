@@ -90,8 +90,13 @@ type Slots struct {
 	Next time.Time
 }
 
-// MinEvery is the shortest "@every" duration accepted.
-const MinEvery = time.Second
+// MinEvery is the shortest "@every" duration accepted. Every slot is a
+// Job, a pod and a status write; a Job takes 2.5-5 s from creation to
+// its end on a real node (docs/performance.md), so a shorter period only
+// piles up runs (Allow) or skips slots (Forbid), and lets one Task keep
+// the operator and the API server busy for everyone. CronJob's minimum is
+// a minute; five seconds keeps demos and test loops possible.
+const MinEvery = 5 * time.Second
 
 var descriptors = map[string]bool{
 	"@yearly": true, "@annually": true, "@monthly": true, "@weekly": true,
@@ -113,7 +118,7 @@ var (
 
 // Parse accepts 5 cron fields (minute hour dom month dow), the descriptors
 // @yearly @annually @monthly @weekly @daily @midnight @hourly, and
-// "@every <Go duration>" (a whole number of seconds, at least 1s). It
+// "@every <Go duration>" (a whole number of seconds, at least MinEvery). It
 // refuses CRON_TZ= and TZ= prefixes (use spec.timeZone), seconds fields,
 // expressions that can never fire (such as February 30) and unknown zones.
 // timeZone "" means UTC; "Local" is refused (it would depend on the

@@ -107,10 +107,22 @@ func planSlot(in Input, active []string, suspended bool, p *Plan) {
 		}
 	case v1alpha1.ReplaceConcurrent:
 		p.Replace = append(p.Replace, active...)
+	default: // Allow
+		if len(active) >= MaxActiveRuns {
+			p.SkippedSlot = SkipTooManyActive
+			return
+		}
 	}
 	due := slots.Due
 	p.Start = append(p.Start, NewRun{ID: id, Scheduled: &due})
 }
+
+// MaxActiveRuns bounds the active runs of a Task under concurrencyPolicy
+// Allow: a slot that falls due while this many run is skipped (counted
+// and reported like a Forbid skip). Without a bound, a frequent schedule
+// whose runs outlast its period piles up Jobs without end, and the
+// status (status.active lists at most 100 Jobs) could not record them.
+const MaxActiveRuns = 100
 
 // Why a due slot did not start.
 const (
@@ -118,6 +130,8 @@ const (
 	SkipSuspended = "Suspended"
 	SkipEdited    = "SpecEdited"
 	SkipForbidden = "Forbidden"
+	// SkipTooManyActive: under Allow, MaxActiveRuns runs are active.
+	SkipTooManyActive = "TooManyActive"
 	// SkipTooManyFailures: spec.suspendAfterFailures consecutive runs
 	// failed.
 	SkipTooManyFailures = "TooManyFailures"

@@ -48,6 +48,15 @@ func known(ids ...string) map[string]bool {
 	return m
 }
 
+// manyActive is n active runs.
+func manyActive(n int) []RunState {
+	out := make([]RunState, n)
+	for i := range out {
+		out[i] = RunState{ID: runs.ScheduledID(created.Add(time.Duration(i) * time.Second)), Active: true}
+	}
+	return out
+}
+
 func slot(t time.Time) NewRun { return NewRun{ID: runs.ScheduledID(t), Scheduled: &t} }
 
 func TestPlanRuns(t *testing.T) {
@@ -161,6 +170,18 @@ func TestPlanRuns(t *testing.T) {
 			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast)), known: known(runs.ScheduledID(halfPast)),
 			runs: []RunState{{ID: runs.ScheduledID(halfPast), Active: true}}, now: noon,
 			want: Plan{SkippedSlot: SkipForbidden},
+		},
+		{
+			name: "a slot is skipped under Allow while MaxActiveRuns runs are active",
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), testutil.Concurrency(v1alpha1.AllowConcurrent)),
+			runs: manyActive(MaxActiveRuns), now: noon,
+			want: Plan{SkippedSlot: SkipTooManyActive},
+		},
+		{
+			name: "a slot starts under Allow while fewer than MaxActiveRuns runs are active",
+			task: task(testutil.Schedule("*/30 * * * *"), lastSchedule(halfPast), testutil.Concurrency(v1alpha1.AllowConcurrent)),
+			runs: manyActive(MaxActiveRuns - 1), now: noon,
+			want: Plan{Start: []NewRun{slot(noonSlot)}},
 		},
 		{
 			name: "a paused run does not count as active under Forbid",

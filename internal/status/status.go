@@ -103,7 +103,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	recordFinishedToken(task, &st, ended, rs)
 	countFailures(task, &st, ended)
 	markNotifications(task, &st, ended, in.Notifications)
-	st.Active = activeJobs(task.Namespace, rs)
+	st.Active, st.ActiveOmitted = activeJobs(task.Namespace, rs)
 	prevRun := st.CurrentRun
 	setCurrentRun(&st, rs, steps)
 	st.AttemptRecords = attemptRecords(&st, prevRun, rs, in.Outputs)
@@ -264,8 +264,9 @@ func lastErrorText(a *runs.Attempt) string {
 	return head + Tail(a.Message, MaxMessage-len(head))
 }
 
-// activeJobs references the running Jobs, by name.
-func activeJobs(namespace string, rs []runs.Run) []corev1.ObjectReference {
+// activeJobs references the running Jobs, by name, at most
+// v1alpha1.MaxActiveListed, and counts those left out.
+func activeJobs(namespace string, rs []runs.Run) ([]corev1.ObjectReference, int32) {
 	var refs []corev1.ObjectReference
 	for _, r := range rs {
 		for _, a := range r.Attempts {
@@ -275,5 +276,9 @@ func activeJobs(namespace string, rs []runs.Run) []corev1.ObjectReference {
 		}
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Name < refs[j].Name })
-	return refs
+	if len(refs) > v1alpha1.MaxActiveListed {
+		// Cut, or every status write would be refused by the schema.
+		return refs[:v1alpha1.MaxActiveListed], int32(len(refs) - v1alpha1.MaxActiveListed)
+	}
+	return refs, 0
 }

@@ -296,3 +296,21 @@ func TestAnAttemptWaitingForCapacityIsPendingWithTheCause(t *testing.T) {
 		t.Errorf("Ready message %q lacks the cause", c.Message)
 	}
 }
+
+// status.active lists at most MaxActiveListed Jobs (the schema's bound: a
+// longer list would make every status write fail) and counts the rest.
+func TestStatusActiveIsCutAtItsBoundAndCountsTheRest(t *testing.T) {
+	var rs []runs.Run
+	for i := range v1alpha1.MaxActiveListed + 5 {
+		slot := ago(time.Duration(i) * time.Minute)
+		rs = append(rs, testutil.MakeRun(runs.ScheduledID(slot)).Scheduled(slot).Active(slot).Obj())
+	}
+	got := compute(t, cron(testutil.Concurrency(v1alpha1.AllowConcurrent)), rs, nil)
+	if len(got.Status.Active) != v1alpha1.MaxActiveListed || got.Status.ActiveOmitted != 5 {
+		t.Fatalf("status.active has %d Jobs, activeOmitted %d; want %d and 5", len(got.Status.Active), got.Status.ActiveOmitted, v1alpha1.MaxActiveListed)
+	}
+	got = compute(t, cron(testutil.Concurrency(v1alpha1.AllowConcurrent)), rs[:3], nil)
+	if len(got.Status.Active) != 3 || got.Status.ActiveOmitted != 0 {
+		t.Fatalf("status.active has %d Jobs, activeOmitted %d; want 3 and 0", len(got.Status.Active), got.Status.ActiveOmitted)
+	}
+}
