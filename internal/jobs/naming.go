@@ -22,37 +22,75 @@ const (
 	// suffix is at most 3 characters ("-99"), so 60 keeps hostnames valid.
 	maxNameLength = 60
 
-	// uidHashLength is how many hex digits of sha256(task UID) go into a
-	// Job name: enough that a deleted and re-created Task (same name, new
-	// UID) practically never meets its predecessor's Jobs, short enough to
-	// leave room for the Task name.
+	// uidHashLength is how many hex digits of sha256(task UID) go into the
+	// Job name of a Task whose whole name fits: enough that a deleted and
+	// re-created Task (same name, new UID) practically never meets its
+	// predecessor's Jobs. Two live Tasks of a namespace cannot share such
+	// a name: their names differ, and the name is in it whole.
 	uidHashLength = 5
+
+	// cutHashLength is how many hex digits of sha256(task name, UID) go into
+	// the Job name of a Task whose name is cut: Tasks whose names share the
+	// first characters (generated CI names) differ only by it. 48 bits: for
+	// 100,000 such Tasks in one namespace the chance that any two collide
+	// is about 2 in 100,000 (n^2 / 2^49); with 5 digits (20 bits) it was
+	// 11% at 500 Tasks.
+	cutHashLength = 12
 )
 
 // Name is the deterministic name of the Job of one attempt:
 //
-//		<task-name-part>-<uidhash>-<runID>-<attempt>
+//		<task-name-part>-<hash>-<runID>-<attempt>
 //
 //	  - task-name-part: the Task name, so `kubectl get jobs` shows whose Job it
 //	    is; the only part truncated to keep the name within 60 characters
 //	    (trailing '-' trimmed so the name stays a valid DNS-1123 label).
-//	  - uidhash: the first 5 hex digits of sha256(task UID), always present, so
-//	    a deleted and re-created Task never adopts or collides with its
-//	    predecessor's Jobs (which may still be terminating).
+//	  - hash: when the whole Task name fits, the first 5 hex digits of
+//	    sha256(task UID), so a deleted and re-created Task never adopts or
+//	    collides with its predecessor's Jobs (which may still be
+//	    terminating); when the name is cut, 12 hex digits of
+//	    sha256(name, UID), so Tasks whose names share the kept part do not
+//	    collide either.
 //	  - runID: which run ("0", "s<unix>", "m<hash>": runs/ids.go) the Job belongs to.
 //	  - attempt: the 1-based attempt within the run; one Job per attempt.
 //
 // The result is a valid DNS-1123 label (and therefore subdomain) of at most
 // 60 characters for every Task name admission accepts.
 func Name(task *v1alpha1.Task, runID string, attempt int32) string {
-	suffix := "-" + uidHash(task) + "-" + runID + "-" + strconv.FormatInt(int64(attempt), 10)
-
+	tail := "-" + runID + "-" + strconv.FormatInt(int64(attempt), 10)
 	prefix := labelSafe(task.Name)
-	if budget := maxNameLength - len(suffix); len(prefix) > budget {
-		prefix = prefix[:max(budget, 0)]
+	if short := "-" + uidHash(task) + tail; len(prefix)+len(short) <= maxNameLength {
+		return join(prefix, short)
 	}
-	// Truncation may end the prefix on '-', which would give "--" (valid,
-	// but ugly) or, for an empty prefix, a leading '-' (invalid).
+	long := "-" + cutHash(task) + tail
+	return join(prefix[:max(maxNameLength-len(long), 0)], long)
+}
+
+// LegacyName is the name earlier builds gave (5 hex digits of the UID's
+// hash even when the Task name was cut); the same as Name for
+// every Task whose name fits. Jobs of cut names made before an upgrade
+// keep it: the operator finds them by their labels and owner, and where it
+// looks one up by name it tries both (Names).
+func LegacyName(task *v1alpha1.Task, runID string, attempt int32) string {
+	short := "-" + uidHash(task) + "-" + runID + "-" + strconv.FormatInt(int64(attempt), 10)
+	prefix := labelSafe(task.Name)
+	return join(prefix[:min(len(prefix), max(maxNameLength-len(short), 0))], short)
+}
+
+// Names are the names the Job of an attempt may have: Name, then
+// LegacyName when it differs.
+func Names(task *v1alpha1.Task, runID string, attempt int32) []string {
+	name, legacy := Name(task, runID, attempt), LegacyName(task, runID, attempt)
+	if legacy == name {
+		return []string{name}
+	}
+	return []string{name, legacy}
+}
+
+// join puts the Task name part and the suffix together. Truncation may end
+// the prefix on '-', which would give "--" (valid, but ugly) or, for an
+// empty prefix, a leading '-' (invalid).
+func join(prefix, suffix string) string {
 	prefix = strings.TrimRight(prefix, "-")
 	if prefix == "" {
 		// Only reachable for an empty or all-symbol Task name: the hash is
@@ -66,6 +104,13 @@ func Name(task *v1alpha1.Task, runID string, attempt int32) string {
 func uidHash(task *v1alpha1.Task) string {
 	sum := sha256.Sum256([]byte(task.UID))
 	return hex.EncodeToString(sum[:])[:uidHashLength]
+}
+
+// cutHash is the hash of the Task's whole name and UID used in the Job
+// names of a Task whose name is cut.
+func cutHash(task *v1alpha1.Task) string {
+	sum := sha256.Sum256([]byte(task.Name + "/" + string(task.UID)))
+	return hex.EncodeToString(sum[:])[:cutHashLength]
 }
 
 // labelSafe maps a Task name to DNS-1123 label characters. Admission already

@@ -88,6 +88,7 @@ func TestNameIsAValidLabelOfAtMost60Characters(t *testing.T) {
 func TestNameShape(t *testing.T) {
 	task := newTask()
 	hash := uidHash(task)
+	cut := newTask(withName(strings.Repeat("a", 30) + "-" + strings.Repeat("b", 32)))
 
 	tests := []struct {
 		name string
@@ -95,7 +96,9 @@ func TestNameShape(t *testing.T) {
 		want string
 	}{
 		{"a short name is task name, uid hash, run id and attempt", Name(task, "s1767225600", 2), "backup-" + hash + "-s1767225600-2"},
-		{"only the task name part is truncated, and its trailing dash dropped", Name(newTask(withName(strings.Repeat("a", 37)+"-"+strings.Repeat("b", 25))), "m0123456789", 101), strings.Repeat("a", 37) + "-" + hash + "-m0123456789-101"},
+		{"only the task name part is cut, its trailing dash dropped, and the hash of its whole name and uid is long", Name(cut, "m0123456789", 101), strings.Repeat("a", 30) + "-" + cutHash(cut) + "-m0123456789-101"},
+		{"the legacy name of a cut task kept the short uid hash", LegacyName(cut, "m0123456789", 101), strings.Repeat("a", 30) + "-" + strings.Repeat("b", 7) + "-" + hash + "-m0123456789-101"},
+		{"the legacy name of a task whose name fits is its name", LegacyName(task, "s1767225600", 2), Name(task, "s1767225600", 2)},
 		{"an empty task name leaves hash, run id and attempt", Name(newTask(withName("")), "0", 1), hash + "-0-1"},
 	}
 	for _, tt := range tests {
@@ -129,5 +132,36 @@ func TestNamesAreStableAndDistinct(t *testing.T) {
 				t.Errorf("names %q and %q: same = %v, want %v", tt.a, tt.b, tt.a == tt.b, tt.same)
 			}
 		})
+	}
+}
+
+// Tasks whose names share the part a Job name keeps (generated CI names)
+// get distinct Job names: 100,000 of them in one namespace, each with its
+// own UID, collide nowhere (a 20-bit hash made a collision likely from a
+// few hundred on).
+func TestCutNamesDoNotCollideAt100kTasks(t *testing.T) {
+	const n = 100_000
+	seen := make(map[string]int, n)
+	for i := range n {
+		task := newTask(withName("ci-build-pipeline-for-the-billing-service-run-"+strconv.Itoa(i)), withUID("6f1c1d2e-0000-4000-8000-"+strconv.Itoa(1_000_000_000_000+i)))
+		for _, run := range []string{runs.OneShot, "s1767225600"} {
+			name := Name(task, run, 1)
+			if j, dup := seen[name]; dup {
+				t.Fatalf("tasks %d and %d share Job name %q", j, i, name)
+			}
+			seen[name] = i
+		}
+	}
+}
+
+// Names lists the legacy name of a cut Task's Job after its name, and
+// nothing else for a Task whose name fits.
+func TestNamesIncludeTheLegacyNameOnlyWhenItDiffers(t *testing.T) {
+	if got := Names(newTask(), "0", 1); len(got) != 1 {
+		t.Errorf("names of a short task %v", got)
+	}
+	cut := newTask(withName(name63))
+	if got := Names(cut, "0", 1); len(got) != 2 || got[0] != Name(cut, "0", 1) || got[1] != LegacyName(cut, "0", 1) {
+		t.Errorf("names of a cut task %v", got)
 	}
 }

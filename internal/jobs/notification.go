@@ -31,8 +31,17 @@ const NotificationDeadline = notificationDeadlineSeconds * time.Second
 // run: the attempt Job name's pattern with "n" in place of the attempt
 // number, so it never meets an attempt's name, and one run has one.
 func NotificationName(task *v1alpha1.Task, runID string) string {
-	name := Name(task, runID, 0)
-	return strings.TrimSuffix(name, "0") + "n"
+	return strings.TrimSuffix(Name(task, runID, 0), "0") + "n"
+}
+
+// NotificationNames are the names the notification Job of a run may have:
+// NotificationName, then its legacy form when it differs (see Names).
+func NotificationNames(task *v1alpha1.Task, runID string) []string {
+	names := Names(task, runID, 0)
+	for i := range names {
+		names[i] = strings.TrimSuffix(names[i], "0") + "n"
+	}
+	return names
 }
 
 // BuildNotification is the Job that tells the spec.notify entries targets

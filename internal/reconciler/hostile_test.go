@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/testutil"
 )
@@ -161,4 +162,34 @@ func waitJob(t *testing.T, job *batchv1.Job, what string, ok func(*batchv1.Job) 
 		j := getJob(t, job)
 		return ok(j), fmt.Sprintf("suspend %v, annotations %v", j.Spec.Suspend, j.Annotations)
 	})
+}
+
+// Job names of long Task names carry a long hash (they collided between
+// Tasks whose generated names share their first characters); a Job made
+// under the old name before an upgrade is still the attempt, and the next
+// attempt gets the new name: never a second Job for one attempt.
+func TestAJobUnderTheLegacyNameOfACutTaskNameIsStillItsAttempt(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "ci-build-pipeline-for-the-billing-service-run-000000000012", manual, testutil.MaxRetry(1))
+	must(t, k8s.Create(ctx, task))
+	stored := getTask(t, task)
+	if jobs.LegacyName(stored, "0", 1) == jobs.Name(stored, "0", 1) {
+		t.Fatal("the Task name is not cut; the test needs a longer one")
+	}
+	legacy := jobs.Build(stored, "0", 1, nil, jobOpts)
+	legacy.Name = jobs.LegacyName(stored, "0", 1)
+	must(t, k8s.Create(ctx, legacy))
+
+	got := reconcileUntil(t, task, "the legacy Job as attempt 1", func(x *v1alpha1.Task) bool {
+		return x.Status.Phase == v1alpha1.PhaseRunning && x.Status.LastJobName == legacy.Name
+	})
+	if n := len(jobsOf(t, task)); n != 1 || got.Status.Attempts != 1 {
+		t.Fatalf("after the upgrade: %d Jobs, %s", n, statusSummary(got))
+	}
+	must(t, testutil.FailJob(ctx, k8s, legacy, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
+	fakeClock.SetTime(fakeClock.Now().Add(time.Minute)) // past the backoff
+	got = reconcileUntil(t, task, "attempt 2", func(x *v1alpha1.Task) bool { return x.Status.Attempts == 2 })
+	if want := jobs.Name(stored, "0", 2); got.Status.LastJobName != want || len(jobsOf(t, task)) != 2 {
+		t.Fatalf("attempt 2 is Job %s (want %s), %d Jobs", got.Status.LastJobName, want, len(jobsOf(t, task)))
+	}
 }

@@ -42,16 +42,15 @@ func (p *pass) findMissingAttempts(ctx context.Context, in *plan.Input) error {
 		if rec.ScheduledTime != nil {
 			scheduled = &rec.ScheduledTime.Time
 		}
-		name := jobs.Name(p.task, rec.RunID, rec.Attempts)
-		key := ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}
+		names := jobs.Names(p.task, rec.RunID, rec.Attempts)
+		key := ctrl.ObjectKey{Namespace: p.task.Namespace, Name: names[0]}
 		if created := p.r.created().get(key, p.now); created != nil {
 			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, runs.AttemptOf(created, rec.Attempts))
 			continue
 		}
-		job := &batchv1.Job{}
-		err := p.r.APIReader.Get(ctx, key, job)
+		job, err := p.readOwnJob(ctx, names, func(j *batchv1.Job) bool { return runs.ControlledBy(j, p.task.UID) })
 		switch {
-		case err == nil && runs.ControlledBy(job, p.task.UID):
+		case err == nil && job != nil:
 			if missing := p.lostLabels(job, rec.RunID, rec.Attempts); len(missing) > 0 {
 				if in.Relabel == nil {
 					in.Relabel = map[string]map[string]string{}
@@ -59,8 +58,8 @@ func (p *pass) findMissingAttempts(ctx context.Context, in *plan.Input) error {
 				in.Relabel[job.Name] = missing
 			}
 			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, runs.AttemptOf(job, rec.Attempts))
-		case err == nil || apierrors.IsNotFound(err):
-			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, deletedAttempt(rec, name, p.now))
+		case err == nil:
+			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, deletedAttempt(rec, names[0], p.now))
 			in.DeletedJobs++
 		default:
 			return err
@@ -101,4 +100,22 @@ func (p *pass) lostLabels(job *batchv1.Job, runID string, attempt int32) map[str
 		}
 	}
 	return missing
+}
+
+// readOwnJob reads the first of names (the names one Job of the Task may
+// have: jobs.Names) that exists and is the Task's by ours, from the API
+// server; nil when none is.
+func (p *pass) readOwnJob(ctx context.Context, names []string, ours func(*batchv1.Job) bool) (*batchv1.Job, error) {
+	for _, name := range names {
+		job := &batchv1.Job{}
+		err := p.r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}, job)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, err
+		case ours(job):
+			return job, nil
+		}
+	}
+	return nil, nil
 }

@@ -152,16 +152,19 @@ func (p *pass) findMissingNotifications(ctx context.Context, in *plan.Input) err
 		if _, seen := in.Notifications[rec.RunID]; seen {
 			continue
 		}
-		name := jobs.NotificationName(p.task, rec.RunID)
-		job := &batchv1.Job{}
-		err := p.r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: name}, job)
-		if err != nil && !apierrors.IsNotFound(err) {
+		names := jobs.NotificationNames(p.task, rec.RunID)
+		job, err := p.readOwnJob(ctx, names, func(j *batchv1.Job) bool {
+			_, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*j})[rec.RunID]
+			return ours
+		})
+		if err != nil {
 			return err
 		}
-		if found, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*job})[rec.RunID]; ours {
-			in.Notifications[rec.RunID] = found
+		if job != nil {
+			in.Notifications[rec.RunID] = notify.FromJobs(p.task.UID, []batchv1.Job{*job})[rec.RunID]
 			continue
 		}
+		name := names[0]
 		in.Notifications[rec.RunID] = notify.Job{Name: name, RunID: rec.RunID, Finished: true}
 		p.noteNotification(rec.RunID, fmt.Sprintf(
 			"run %s: notification Job %s was deleted before it finished; the notification is not sent again (the run's result stands)", rec.RunID, name))
