@@ -43,8 +43,15 @@ const (
 	// ReasonCancelled: the run was stopped by a cancel token.
 	ReasonCancelled Reason = "Cancelled"
 	// ReasonWaitingForCapacity: the running attempt's pods wait for
-	// capacity (Unschedulable); the message says for what.
+	// capacity (Unschedulable, a used-up quota), or its Job does (a
+	// ResourceQuota on Jobs refused it); the message says for what.
 	ReasonWaitingForCapacity Reason = "WaitingForCapacity"
+	// ReasonJobRefused: the API server refuses the next attempt's Job for
+	// a reason no spec change of the Task's fixes by itself: an admission
+	// policy or webhook said no (403), or a Job that is not this Task's
+	// holds the attempt's name. The Task waits (Ready False, Stalled True,
+	// a Warning event) and tries again every minute.
+	ReasonJobRefused Reason = "JobRefused"
 	// ReasonQueued: an attempt waits for spec.queueName to admit it.
 	ReasonQueued Reason = "Queued"
 	// ReasonQueueNotFound: spec.queueName names no TaskQueue (yet); the
@@ -113,9 +120,13 @@ const (
 	EventInvalidSchedule Reason = "InvalidSchedule"
 	EventMissedSchedules Reason = "MissedSchedules"
 	EventSlotSkipped     Reason = "SlotSkipped"
-	EventJobsDeleted     Reason = "JobsDeleted"
-	EventTaskExpired     Reason = "TaskExpired"
-	EventCleanupFailed   Reason = "CleanupFailed"
+	// EventJobRefused: the API server refused an attempt's Job (a policy,
+	// a webhook, a quota, a foreign Job under its name); the message quotes
+	// the refusal.
+	EventJobRefused    Reason = "JobRefused"
+	EventJobsDeleted   Reason = "JobsDeleted"
+	EventTaskExpired   Reason = "TaskExpired"
+	EventCleanupFailed Reason = "CleanupFailed"
 	// EventDeleted: the finalizer let a deleted Task go; the message names
 	// the Jobs it deleted and any notification it did not wait for.
 	EventDeleted Reason = "Deleted"

@@ -21,6 +21,7 @@ import (
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/plan"
+	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/status"
 )
@@ -50,7 +51,7 @@ func (p *pass) act(ctx context.Context) error {
 		}
 	}
 	for _, s := range p.plan.Start {
-		if err := p.startAttempt(ctx, s); err != nil || p.refused != nil {
+		if err := p.startAttempt(ctx, s); err != nil || p.refused != nil || p.jobRefused != nil {
 			return err
 		}
 	}
@@ -113,13 +114,20 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 			return err
 		}
 		if !runs.ControlledBy(existing, p.task.UID) {
-			return fmt.Errorf("job %s/%s exists but is not controlled by this Task; delete or rename it", job.Namespace, job.Name)
+			p.refuse(s, v1alpha1.ReasonJobRefused, fmt.Sprintf("Job %s exists and is not this Task's (it holds the attempt's name): delete or rename it", job.Name))
+			return nil
 		}
 		job = existing
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		// The namespace is being deleted: its Tasks go with it, and every
 		// retry would be refused the same way.
 		return errNamespaceTerminating
+	case apierrors.IsForbidden(err) && retry.QuotaRefusal(err.Error()):
+		p.refuse(s, v1alpha1.ReasonWaitingForCapacity, "a ResourceQuota refused its Job: "+err.Error())
+		return nil
+	case apierrors.IsForbidden(err):
+		p.refuse(s, v1alpha1.ReasonJobRefused, "the API server refused its Job: "+err.Error())
+		return nil
 	case apierrors.IsInvalid(err):
 		p.refused = &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: status.Head("the API server refused the Job: "+err.Error(), status.MaxMessage)}
 		return nil
@@ -128,6 +136,22 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	}
 	p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(job, s.Attempt))
 	return nil
+}
+
+// refusalRecheck is how often a Task whose Job the API server refuses
+// (p.jobRefused) tries again: a policy may be lifted, a quota freed, a
+// foreign Job deleted, and none of them is watched. One refused create a
+// minute, not a retry loop.
+const refusalRecheck = time.Minute
+
+// refuse records that the API server refused the Job of start s for a
+// reason that may clear without a spec change: the Task says so (reason)
+// and tries again after refusalRecheck.
+func (p *pass) refuse(s plan.Start, reason v1alpha1.Reason, why string) {
+	p.jobRefused = &status.Problem{Reason: reason, Message: status.Head(fmt.Sprintf("run %s: attempt %d waits: %s", s.RunID, s.Attempt, why), status.MaxMessage)}
+	if next := p.now.Add(refusalRecheck); p.plan.Wake.IsZero() || next.Before(p.plan.Wake) {
+		p.plan.Wake = next
+	}
 }
 
 // addAttempt records a Job this pass made (or found) in p.runs.

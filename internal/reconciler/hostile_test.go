@@ -4,12 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -192,4 +198,107 @@ func TestAJobUnderTheLegacyNameOfACutTaskNameIsStillItsAttempt(t *testing.T) {
 	if want := jobs.Name(stored, "0", 2); got.Status.LastJobName != want || len(jobsOf(t, task)) != 2 {
 		t.Fatalf("attempt 2 is Job %s (want %s), %d Jobs", got.Status.LastJobName, want, len(jobsOf(t, task)))
 	}
+}
+
+// Someone else's Job under the next attempt's name is a condition and a
+// Warning event, rechecked once a minute (it was an error every pass, a
+// retry loop with no word in the status); once it is gone the attempt
+// starts.
+func TestAForeignJobUnderTheAttemptsNameIsJobRefusedAndRecheckedSlowly(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "squatted", manual)
+	must(t, k8s.Create(ctx, task))
+	stored := getTask(t, task)
+	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobs.Name(stored, "0", 1)},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	must(t, k8s.Create(ctx, foreign))
+	waitCached(t, task)
+
+	r := manualReconciler(nil)
+	recorder := events.NewFakeRecorder(100)
+	r.Recorder = recorder
+	res := reconcileOnce(t, r, task)
+	got := getTask(t, task)
+	assertConditions(t, got, F, F, F, T)
+	if c := condition(got, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonJobRefused) || !strings.Contains(c.Message, "is not this Task's") {
+		t.Fatalf("Ready %+v", c)
+	}
+	if res.RequeueAfter != time.Minute {
+		t.Fatalf("rechecked after %s, want 1m", res.RequeueAfter)
+	}
+	if e := <-recorder.Events; !strings.Contains(e, string(v1alpha1.EventJobRefused)) {
+		t.Fatalf("event %q, want JobRefused", e)
+	}
+
+	must(t, k8s.Delete(ctx, foreign, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	reconcileUntil(t, task, "the attempt started", func(x *v1alpha1.Task) bool {
+		return x.Status.Phase == v1alpha1.PhaseRunning && len(jobsOf(t, task)) == 1
+	})
+}
+
+// An admission policy that refuses the Task's Jobs (403) is JobRefused,
+// not a retry loop; a ResourceQuota on Jobs that is used up is
+// WaitingForCapacity.
+func TestAPolicyOrAQuotaRefusingTheJobIsAConditionNotALoop(t *testing.T) {
+	t.Run("policy", func(t *testing.T) {
+		ns := newNamespace(t)
+		denyJobs(t, ns)
+		task := newTask(ns, "denied", manual)
+		must(t, k8s.Create(ctx, task))
+		got := reconcileUntil(t, task, "JobRefused", func(x *v1alpha1.Task) bool {
+			c := condition(x, v1alpha1.ConditionReady)
+			return c != nil && c.Reason == string(v1alpha1.ReasonJobRefused)
+		})
+		if c := condition(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, "jobs are frozen here") || got.Status.Phase != v1alpha1.PhasePending {
+			t.Fatalf("Ready %+v, phase %s", c, got.Status.Phase)
+		}
+	})
+	t.Run("quota", func(t *testing.T) {
+		ns := newNamespace(t)
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobs"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}}
+		must(t, k8s.Create(ctx, q))
+		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}
+		must(t, k8s.Status().Update(ctx, q))
+		task := newTask(ns, "over-quota", manual)
+		must(t, k8s.Create(ctx, task))
+		got := reconcileUntil(t, task, "WaitingForCapacity", func(x *v1alpha1.Task) bool {
+			c := condition(x, v1alpha1.ConditionReady)
+			return c != nil && c.Reason == string(v1alpha1.ReasonWaitingForCapacity)
+		})
+		assertConditions(t, got, U, F, T, F)
+		if c := condition(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, "exceeded quota: jobs") {
+			t.Fatalf("Ready %+v", c)
+		}
+	})
+}
+
+// denyJobs makes the API server refuse every Job created in ns (403), as
+// an organisation's admission policy would.
+func denyJobs(t *testing.T, ns string) {
+	t.Helper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny-jobs-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "jobs are frozen here", Reason: ptr.To(metav1.StatusReasonForbidden)}},
+		}}
+	must(t, k8s.Create(ctx, policy))
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "deny-jobs-" + ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}}}}
+	must(t, k8s.Create(ctx, binding))
+	t.Cleanup(func() { _ = k8s.Delete(ctx, binding); _ = k8s.Delete(ctx, policy) })
+	probe := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	eventually(t, "the policy in force", func() (bool, string) {
+		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		return apierrors.IsForbidden(err), errString(err)
+	})
 }

@@ -30,6 +30,10 @@ type pass struct {
 	// refused is set when the API server refused a Job as invalid: the
 	// spec is then InvalidSpec until it changes.
 	refused *status.Problem
+	// jobRefused is set when the API server refused a Job for a reason
+	// that may clear without a spec change (JobRefused, or a quota:
+	// WaitingForCapacity): the Task waits and tries again (refusalRecheck).
+	jobRefused *status.Problem
 	// created counts the Jobs this pass created (not found existing).
 	created int
 	// missedReported: the MissedSchedules event of the due slot is sent.
@@ -59,7 +63,7 @@ func (p *pass) problem() *status.Problem {
 func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
-		Waiting: p.plan.Waiting, Problem: p.problem(), Now: p.now,
+		Waiting: p.plan.Waiting, Problem: p.problem(), Refusal: p.jobRefused, Now: p.now,
 		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName, Notifications: p.notifications,
 	}
 	in.QueueReason, in.QueueMessage = p.plan.Queue.Problem()

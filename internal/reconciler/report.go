@@ -76,6 +76,12 @@ func (p *pass) reportTransitions() {
 			r.event(task, nil, eventWarning, reason, "Validate", problem.Message)
 		}
 	}
+	if refusal := p.jobRefused; refusal != nil {
+		oldC := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionReady)
+		if oldC == nil || oldC.Reason != string(refusal.Reason) || oldC.Message != refusal.Message {
+			r.event(task, nil, eventWarning, v1alpha1.EventJobRefused, "CreateJob", refusal.Message)
+		}
+	}
 	sp := &p.plan.Schedule
 	if sp.RunNowToken != "" && sp.RunNowToken != old.LastRunNowToken && old.ObservedGeneration != 0 {
 		r.event(task, nil, eventNormal, v1alpha1.EventRunNowAccepted, "RunNow", "a new run-now token started a run")

@@ -22,6 +22,7 @@ type judgement struct {
 	// pods wait for capacity.
 	waiting map[string]string
 	problem *Problem
+	refusal *Problem
 	queue   queueJudgement
 	now     time.Time
 }
@@ -35,11 +36,14 @@ type queueJudgement struct {
 
 // verdict is one row of the contract's conditions table.
 type verdict struct {
-	phase       v1alpha1.TaskPhase
-	ready       metav1.ConditionStatus
-	reason      v1alpha1.Reason
-	message     string
-	failed      bool
+	phase   v1alpha1.TaskPhase
+	ready   metav1.ConditionStatus
+	reason  v1alpha1.Reason
+	message string
+	failed  bool
+	// stalled without failed: the Task needs someone (JobRefused) but
+	// has not failed.
+	stalled     bool
 	reconciling bool
 }
 
@@ -53,6 +57,9 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judge
 	}
 	if f, ok := judgeStreak(task, st, j); ok && !suspended {
 		v = f
+	}
+	if r, ok := judgeRefusal(st, j); ok {
+		v = r
 	}
 
 	if suspended && j.problem == nil {
@@ -80,7 +87,11 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judge
 		setCondition(st, v1alpha1.ConditionStalled, metav1.ConditionTrue, v.reason, v.message, gen, now)
 	} else {
 		setCondition(st, v1alpha1.ConditionFailed, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
-		setCondition(st, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
+		if v.stalled {
+			setCondition(st, v1alpha1.ConditionStalled, metav1.ConditionTrue, v.reason, v.message, gen, now)
+		} else {
+			setCondition(st, v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotFailed, "", gen, now)
+		}
 	}
 	setCondition(st, v1alpha1.ConditionReconciling, boolStatus(v.reconciling), reconcilingReason(v), v.message, gen, now)
 	setFinished(st, j.problem, gen, now)
@@ -160,6 +171,27 @@ func judgeQueued(st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
 		message: fmt.Sprintf("run %s: attempt %d waits for admission by TaskQueue %q", w.RunID, w.Attempt, j.queue.name)}
 	if j.queue.reason != "" {
 		v.reason, v.message = j.queue.reason, fmt.Sprintf("run %s: attempt %d waits: %s", w.RunID, w.Attempt, j.queue.message)
+	}
+	return v, true
+}
+
+// judgeRefusal is the row of a Task whose next attempt's Job the API
+// server refused although the spec is fine: a quota on Jobs is waiting for
+// capacity (InProgress); a policy, a webhook or a foreign Job under the
+// name is JobRefused, which needs someone (Stalled, not Failed: it starts
+// once the refusal clears).
+func judgeRefusal(st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
+	if j.problem != nil || j.refusal == nil {
+		return verdict{}, false
+	}
+	v := verdict{phase: v1alpha1.PhasePending, reason: j.refusal.Reason, message: j.refusal.Message}
+	if len(st.Active) > 0 {
+		v.phase = v1alpha1.PhaseRunning
+	}
+	if j.refusal.Reason == v1alpha1.ReasonWaitingForCapacity {
+		v.ready, v.reconciling = metav1.ConditionUnknown, true
+	} else {
+		v.ready, v.stalled = metav1.ConditionFalse, true
 	}
 	return v, true
 }

@@ -65,6 +65,10 @@ type Input struct {
 	Waiting map[string]string
 	// Problem, when set, is why the spec cannot be acted on.
 	Problem *Problem
+	// Refusal, when set, is why the next attempt's Job could not be
+	// created although the spec is fine (reason JobRefused, or
+	// WaitingForCapacity for a quota on Jobs): the Task waits.
+	Refusal *Problem
 	// Queued are the attempts waiting for the queue's admission; Dropped
 	// the queued new runs that ended before they had a Job (cancelled,
 	// replaced), recorded as runs.
@@ -127,7 +131,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 			waiting[rs[i].ID] = cause
 		}
 	}
-	setPhaseAndConditions(task, &st, judgement{steps: steps, waiting: waiting, problem: in.Problem, now: in.Now,
+	setPhaseAndConditions(task, &st, judgement{steps: steps, waiting: waiting, problem: in.Problem, refusal: in.Refusal, now: in.Now,
 		queue: queueJudgement{name: in.QueueName, reason: in.QueueReason, message: in.QueueMessage}})
 	return st
 }

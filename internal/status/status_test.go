@@ -314,3 +314,30 @@ func TestStatusActiveIsCutAtItsBoundAndCountsTheRest(t *testing.T) {
 		t.Fatalf("status.active has %d Jobs, activeOmitted %d; want 3 and 0", len(got.Status.Active), got.Status.ActiveOmitted)
 	}
 }
+
+// A Job the API server refuses although the spec is fine: a quota on Jobs
+// is a wait for capacity (in progress), a policy or a foreign Job under
+// the name needs someone (stalled, not failed, not finished).
+func TestARefusedJobIsAWaitOrStalledNeverAFailure(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		refusal status.Problem
+		want    row
+	}{{
+		name:    "a ResourceQuota on Jobs refused it: Pending, waiting for capacity, in progress",
+		refusal: status.Problem{Reason: v1alpha1.ReasonWaitingForCapacity, Message: "run 0: attempt 1 waits: a ResourceQuota refused its Job"},
+		want:    inProgress(v1alpha1.PhasePending, v1alpha1.ReasonWaitingForCapacity),
+	}, {
+		name:    "a policy refused it: Pending, not Ready (JobRefused), stalled, not failed",
+		refusal: status.Problem{Reason: v1alpha1.ReasonJobRefused, Message: "run 0: attempt 1 waits: the API server refused its Job"},
+		want: row{v1alpha1.PhasePending, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue,
+			v1alpha1.ReasonJobRefused, kstatus.FailedStatus, metav1.ConditionFalse},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			task := oneShot()
+			out := task.DeepCopy()
+			out.Status = status.Compute(status.Input{Task: task, Refusal: &tt.refusal, Now: now})
+			assertRow(t, out, tt.want)
+		})
+	}
+}
