@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"strings"
+
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -41,7 +43,8 @@ func CacheOptions(noShortcuts bool) cache.Options {
 // runs.AttemptOf, deleteJobs, and the Owns(Job) event handler, so the cache
 // keeps exactly what those read:
 //
-//   - metadata, whole except managedFields: name and namespace (the cache
+//   - metadata, whole except managedFields and the annotations the
+//     operator does not read (ownAnnotations): name and namespace (the cache
 //     key, Job names in the status, deleteJobs), uid (deleteJobs'
 //     precondition), ownerReferences (JobControllerUID index, Owns' handler
 //     mapping a Job to its Task, runs.FromJobs' controlledBy), labels (run
@@ -103,7 +106,36 @@ func trimJob(obj any) (any, error) {
 		},
 	}
 	out.ManagedFields = nil
+	out.Annotations = ownAnnotations(job)
 	return out, nil
+}
+
+// ownAnnotations are the annotations of job the operator reads: its own
+// (batch.taskops.io/...), and none at all on a Job no Task controls (the
+// cache selects Jobs by a label anyone may set). A Job may carry 256 KiB
+// of annotations; the cache keeps only what the operator wrote. Returns
+// the Job's own map when nothing is dropped.
+func ownAnnotations(job *batchv1.Job) map[string]string {
+	if !taskControlled(job) {
+		return nil
+	}
+	prefix := v1alpha1.GroupVersion.Group + "/"
+	foreign := 0
+	for k := range job.Annotations {
+		if !strings.HasPrefix(k, prefix) {
+			foreign++
+		}
+	}
+	if foreign == 0 {
+		return job.Annotations
+	}
+	out := make(map[string]string, len(job.Annotations)-foreign)
+	for k, v := range job.Annotations {
+		if strings.HasPrefix(k, prefix) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // finishConditions are the Complete and Failed conditions of cs, and its

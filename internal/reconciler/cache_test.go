@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,7 @@ func fullJob(now time.Time) (*v1alpha1.Task, *batchv1.Job) {
 	job.Generation = 2
 	job.CreationTimestamp = metav1.NewTime(now.Add(-10 * time.Minute).Truncate(time.Second))
 	job.Annotations[v1alpha1.AnnotationRunNowToken] = "tokenhash"
+	job.Annotations["example.com/big-note"] = strings.Repeat("x", 1000) // not the operator's: trimmed
 	job.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "manager", Operation: metav1.ManagedFieldsOperationUpdate,
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 	job.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: string(job.UID)}}
@@ -116,6 +118,7 @@ func TestJobCacheTransform(t *testing.T) {
 	// the status fields runs.AttemptOf and the queue's jobState read.
 	wantMeta := *orig.ObjectMeta.DeepCopy()
 	wantMeta.ManagedFields = nil
+	delete(wantMeta.Annotations, "example.com/big-note")
 	if !equality.Semantic.DeepEqual(got.ObjectMeta, wantMeta) {
 		t.Errorf("metadata:\n got %+v\nwant %+v", got.ObjectMeta, wantMeta)
 	}
@@ -254,5 +257,18 @@ func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
 	must(t, manualClient.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{".metadata.controllerUID": string(task.UID)}))
 	if len(list.Items) != 1 || list.Items[0].Name != job.Name {
 		t.Errorf("listing the Task's Jobs by the controller index gave %d Job(s)", len(list.Items))
+	}
+}
+
+// A Job no Task controls that carries the operator's label enters the
+// cache (the label selects it) without its annotations: anyone who may
+// create Jobs could otherwise fill the operator's memory with them.
+func TestAForeignJobIsCachedWithoutAnnotations(t *testing.T) {
+	_, job := fullJob(time.Now())
+	job.OwnerReferences = nil
+	got, err := jobTransform(t)(job.DeepCopy())
+	must(t, err)
+	if a := got.(*batchv1.Job).Annotations; len(a) != 0 {
+		t.Fatalf("a foreign Job kept annotations %v", a)
 	}
 }

@@ -302,3 +302,22 @@ func denyJobs(t *testing.T, ns string) {
 		return apierrors.IsForbidden(err), errString(err)
 	})
 }
+
+// A Job that carries a queue's label but that no Task controls takes no
+// place in the queue: anyone who may create Jobs can set the label.
+func TestAForeignJobWithAQueuesLabelTakesNoPlace(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "one", 1)
+	must(t, k8s.Create(ctx, q))
+	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-a-task",
+		Labels: map[string]string{v1alpha1.LabelQueue: "one", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	must(t, k8s.Create(ctx, foreign))
+	task := newTask(ns, "queued", testutil.Queue("one"))
+	must(t, k8s.Create(ctx, task))
+	waitJobs(t, task, 1)
+	if got := getQueue(t, q); slices.Contains(got.Status.Admitted, foreign.Name) {
+		t.Fatalf("the foreign Job holds a place: %v", got.Status.Admitted)
+	}
+}

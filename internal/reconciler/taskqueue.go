@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -193,7 +194,9 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 		return in, nil, err
 	}
 	for i := range jobList.Items {
-		in.Jobs[jobList.Items[i].Name] = jobState(&jobList.Items[i])
+		if job := &jobList.Items[i]; taskControlled(job) {
+			in.Jobs[job.Name] = jobState(job)
+		}
 	}
 	for _, name := range tq.Status.Admitted {
 		if _, ok := in.Jobs[name]; ok || waited[name] {
@@ -205,11 +208,19 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return in, nil, err
-		default:
+		case taskControlled(job):
 			in.Jobs[name] = jobState(job)
 		}
 	}
 	return in, tasks, nil
+}
+
+// taskControlled reports whether a Task controls job: only those count in
+// a queue. The queue label is one anyone who may create Jobs can set, and
+// a foreign Job carrying it must not take a place.
+func taskControlled(job *batchv1.Job) bool {
+	ref := metav1.GetControllerOf(job)
+	return ref != nil && ref.Kind == "Task" && strings.HasPrefix(ref.APIVersion, v1alpha1.GroupVersion.Group+"/")
 }
 
 // jobState is whether a Job's attempt still holds its place: while it is
