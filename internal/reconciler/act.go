@@ -84,6 +84,12 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 		p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(created, s.Attempt))
 		return nil
 	}
+	if legacy, err := p.legacyAttempt(ctx, s); err != nil || legacy != nil {
+		if legacy != nil {
+			p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(legacy, s.Attempt))
+		}
+		return err
+	}
 	err := p.r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
@@ -136,6 +142,19 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	}
 	p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(job, s.Attempt))
 	return nil
+}
+
+// legacyAttempt is the attempt's Job under the name earlier builds gave
+// it (jobs.LegacyName), when the Task's name is cut and such a Job of the
+// Task exists: made before an upgrade and not in the cache (yet), it is
+// the attempt, and a Job under the new name would be a second one. One
+// read, only for cut names.
+func (p *pass) legacyAttempt(ctx context.Context, s plan.Start) (*batchv1.Job, error) {
+	names := jobs.Names(p.task, s.RunID, s.Attempt)
+	if len(names) < 2 {
+		return nil, nil
+	}
+	return p.readOwnJob(ctx, names[1:], func(j *batchv1.Job) bool { return runs.ControlledBy(j, p.task.UID) })
 }
 
 // refusalRecheck is how often a Task whose Job the API server refuses
