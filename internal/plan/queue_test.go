@@ -128,6 +128,24 @@ func TestASuspendedTaskKeepsItsPlaceButAsksForNoAdmission(t *testing.T) {
 	}
 }
 
+// A run-now run is exempt from suspend, queued or not: on a suspended Task
+// it waits for admission and starts when admitted (it waited for ever).
+func TestARunNowRunOfASuspendedQueuedTaskStartsWhenAdmitted(t *testing.T) {
+	run := runs.RunNowID("ci-7")
+	tk := task(testutil.Queue("team"), testutil.Suspend(true))
+	tk.Status = v1alpha1.TaskStatus{ObservedGeneration: 1, LastRunNowToken: runs.TokenHash("ci-7"),
+		Queued: []v1alpha1.QueuedAttempt{queued(tk, run, 1, ago(time.Minute), nil)}}
+
+	waiting := plan.Decide(plan.Input{Task: tk, Queue: queue(), Now: now})
+	if len(waiting.Start) != 0 || len(waiting.Queued) != 1 || waiting.Queued[0].RunID != run {
+		t.Fatalf("not admitted yet: start %v, queued %+v", waiting.Start, waiting.Queued)
+	}
+	admitted := plan.Decide(plan.Input{Task: tk, Queue: queue(jobs.Name(tk, run, 1)), Now: now})
+	if len(admitted.Start) != 1 || admitted.Start[0].RunID != run || len(admitted.Queued) != 0 {
+		t.Fatalf("admitted: start %v, queued %+v", admitted.Start, admitted.Queued)
+	}
+}
+
 func TestAnInitialRunQueuesInTheOrderItsTaskWasCreatedAndACronRunByItsSlot(t *testing.T) {
 	created := ago(time.Hour).Truncate(time.Second)
 	tk := task(testutil.Queue("team"))

@@ -53,10 +53,13 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 		}
 	}
 	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
+	var held []v1alpha1.QueuedAttempt
 	for _, q := range d.pending {
-		if suspended {
+		if suspended && !runs.IsRunNow(q.RunID) {
 			// Keeps its place (and the time it first waited) but asks for
-			// no admission until the Task is resumed.
+			// no admission until the Task is resumed. A run-now run is
+			// exempt from suspend, queued or not.
+			held = append(held, q)
 			continue
 		}
 		var at *time.Time
@@ -73,9 +76,7 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 	var overflow []v1alpha1.QueuedAttempt
 	p.Start, p.Queued, overflow = gate(task, d.in.Queue, p.Start, now)
 	p.QueuedMissed = append(p.QueuedMissed, overflow...)
-	if suspended {
-		p.Queued = append(d.pending, p.Queued...)
-	}
+	p.Queued = append(held, p.Queued...)
 	for _, s := range p.Start {
 		d.rs = runs.AddAttempt(d.rs, s.RunID, s.Scheduled, runs.Attempt{
 			Number: s.Attempt, JobName: jobs.Name(task, s.RunID, s.Attempt), Phase: runs.Active,

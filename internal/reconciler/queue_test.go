@@ -400,3 +400,23 @@ func TestAJobHeldSuspendedBySomeoneElseWaitsForCapacity(t *testing.T) {
 	})
 	t.Logf("held, then: %s", failed.Status.LastError)
 }
+
+// A run-now run is exempt from suspend: on a suspended Task that names a
+// queue it waits for admission like any attempt and runs (it waited for
+// ever: the queue ignored suspended Tasks).
+func TestARunNowOnASuspendedQueuedTaskRuns(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "team", 1)
+	must(t, k8s.Create(ctx, q))
+	task := newTask(ns, "paused", testutil.Queue("team"), testutil.Suspend(true))
+	must(t, k8s.Create(ctx, task))
+	waitTask(t, task, "phase Suspended", phaseIs(v1alpha1.PhaseSuspended))
+	if n := len(jobsOf(t, task)); n != 0 {
+		t.Fatalf("a suspended Task started %d Jobs", n)
+	}
+	setRunNow(t, task, "ci-7")
+	job := waitJobs(t, task, 1)[0]
+	if job.Labels[v1alpha1.LabelRun] != runs.RunNowID("ci-7") {
+		t.Fatalf("Job %s is of run %s, want the run-now run", job.Name, job.Labels[v1alpha1.LabelRun])
+	}
+}

@@ -181,10 +181,13 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 			t = r.written.peek(t)
 		}
 		tasks[t.Name] = t
-		if !t.DeletionTimestamp.IsZero() || ptr.Deref(t.Spec.Suspend, false) {
-			continue // a deleted or suspended Task waits for nothing
+		if !t.DeletionTimestamp.IsZero() {
+			continue // a deleted Task waits for nothing
 		}
 		for _, q := range t.Status.Queued {
+			if ptr.Deref(t.Spec.Suspend, false) && !runs.IsRunNow(q.RunID) {
+				continue // a suspended Task waits only for its run-now runs
+			}
 			in.Waiting = append(in.Waiting, admission.Waiting{Task: t.Name, JobName: q.JobName, Priority: t.Spec.Priority, Since: q.Since.Time})
 			waited[q.JobName] = true
 		}
