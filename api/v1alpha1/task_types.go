@@ -278,16 +278,20 @@ type TaskSpec struct {
 	// NodeSelector is the pods' nodeSelector, as in a pod.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317 && self[k].size() <= 63)",message="spec.nodeSelector keys must be at most 317 characters and values at most 63 (label keys and values)"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// Tolerations are the pods' tolerations, as in a pod.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(t, (!has(t.key) || t.key.size() <= 317) && (!has(t.value) || t.value.size() <= 63) && (!has(t.operator) || t.operator.size() <= 16) && (!has(t.effect) || t.effect.size() <= 32))",message="spec.tolerations: key at most 317 characters, value at most 63 (a label key and value)"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// Affinity is the pods' affinity, as in a pod.
+	// Affinity is the pods' affinity, as in a pod; each of its term lists
+	// holds at most 8 terms.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="(!has(self.nodeAffinity) || ((!has(self.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) || self.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.size() <= 8) && (!has(self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution.size() <= 8))) && (!has(self.podAffinity) || ((!has(self.podAffinity.requiredDuringSchedulingIgnoredDuringExecution) || self.podAffinity.requiredDuringSchedulingIgnoredDuringExecution.size() <= 8) && (!has(self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution.size() <= 8))) && (!has(self.podAntiAffinity) || ((!has(self.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution) || self.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.size() <= 8) && (!has(self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution.size() <= 8)))",message="spec.affinity: each list of terms may hold at most 8 terms"
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
 	// PriorityClassName is the pods' PriorityClass.
@@ -429,6 +433,7 @@ type LocalObjectReference struct {
 
 // Volume is a volume of the pods: exactly one of its sources is set.
 // +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.secret) ? 1 : 0) + (has(self.emptyDir) ? 1 : 0) + (has(self.persistentVolumeClaim) ? 1 : 0) == 1",message="a volume needs exactly one of configMap, secret, emptyDir or persistentVolumeClaim"
+// +kubebuilder:validation:XValidation:rule="(!has(self.configMap) || !has(self.configMap.items) || self.configMap.items.size() <= 64) && (!has(self.secret) || !has(self.secret.items) || self.secret.items.size() <= 64)",message="spec.volumes: configMap.items and secret.items may list at most 64 keys"
 type Volume struct {
 	// Name of the volume, which volumeMounts refer to.
 	// +required
@@ -702,6 +707,7 @@ type PodMetadata struct {
 	// Labels added to the pods.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317 && self[k].size() <= 63)",message="spec.podMetadata.labels keys must be at most 317 characters and values at most 63"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.labels cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
 	Labels map[string]string `json:"labels,omitempty"`
 
@@ -712,7 +718,7 @@ type PodMetadata struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('batch.taskops.io/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid' && k != 'app.kubernetes.io/managed-by')",message="spec.podMetadata.annotations cannot set batch.taskops.io/*, batch.kubernetes.io/*, job-name, controller-uid or app.kubernetes.io/managed-by"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].size() <= 1024)",message="spec.podMetadata.annotations values must be at most 1024 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317 && self[k].size() <= 1024)",message="spec.podMetadata.annotations keys must be at most 317 characters and values at most 1024"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !['apparmor', 'seccomp', 'selinux'].exists(w, k.lowerAscii().contains(w)) && !['io.kubernetes.cri', 'io.containerd.', 'io.katacontainers.', 'run.oci.'].exists(p, k.startsWith(p)))",message="spec.podMetadata.annotations cannot set security-relevant annotations (keys naming AppArmor, seccomp or SELinux; container runtime keys io.kubernetes.cri*, io.containerd.*, io.katacontainers.*, run.oci.*): Task pods keep the restricted Pod Security Standard"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }

@@ -135,6 +135,30 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 		{"a container runtime annotation is refused", shellTask("runtime", func(t *v1alpha1.Task) {
 			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Annotations: map[string]string{"io.kubernetes.cri-o.userns-mode": "host"}}
 		}), []string{"spec.podMetadata.annotations", "security-relevant"}},
+		{"a nodeSelector value longer than a label value is refused", shellTask("node-selector", func(t *v1alpha1.Task) {
+			t.Spec.NodeSelector = map[string]string{"zone": strings.Repeat("z", 64)}
+		}), []string{"spec.nodeSelector", "at most 63"}},
+		{"a toleration value longer than a label value is refused", shellTask("toleration", func(t *v1alpha1.Task) {
+			t.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpEqual, Value: strings.Repeat("v", 64)}}
+		}), []string{"spec.tolerations", "value at most 63"}},
+		{"an affinity with 9 terms in one list is refused", shellTask("affinity", func(t *v1alpha1.Task) {
+			var terms []corev1.PreferredSchedulingTerm
+			for range 9 {
+				terms = append(terms, corev1.PreferredSchedulingTerm{Weight: 1, Preference: corev1.NodeSelectorTerm{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "k", Operator: corev1.NodeSelectorOpExists}}}})
+			}
+			t.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}}
+		}), []string{"spec.affinity", "at most 8 terms"}},
+		{"a pod label value longer than a label value is refused", shellTask("pod-label", func(t *v1alpha1.Task) {
+			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": strings.Repeat("t", 64)}}
+		}), []string{"spec.podMetadata.labels", "at most 63"}},
+		{"a Secret volume listing 65 keys is refused", shellTask("items", func(t *v1alpha1.Task) {
+			var items []corev1.KeyToPath
+			for i := range 65 {
+				items = append(items, corev1.KeyToPath{Key: fmt.Sprintf("k%d", i), Path: fmt.Sprintf("p%d", i)})
+			}
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "s", Secret: &corev1.SecretVolumeSource{SecretName: "s", Items: items}}}
+		}), []string{"spec.volumes", "at most 64 keys"}},
 		{"a queue name longer than a label value is refused", shellTask("long-queue", func(t *v1alpha1.Task) {
 			t.Spec.QueueName = strings.Repeat("q", 64)
 		}), []string{"spec.queueName", "63"}},
