@@ -45,17 +45,11 @@ func TestRaisingMaxRetryAfterARunFailedStartsNoAttempt(t *testing.T) {
 	edited.Spec.MaxRetry = 2
 	must(t, k8s.Update(ctx, edited))
 	reconcileUntil(t, task, "the edit seen", func(x *v1alpha1.Task) bool { return x.Status.ObservedGeneration == edited.Generation })
-	eventually(t, "the edit in the manual cache", func() (bool, string) {
-		var cached v1alpha1.Task
-		err := manualClient.Get(ctx, client.ObjectKeyFromObject(task), &cached)
-		return err == nil && cached.Spec.MaxRetry == 2 && cached.Status.ObservedGeneration == edited.Generation, errString(err)
+	cached := &v1alpha1.Task{}
+	waitManualCache(t, "the edit", client.ObjectKeyFromObject(task), cached, func() bool {
+		return cached.Spec.MaxRetry == 2 && cached.Status.ObservedGeneration == edited.Generation
 	})
-	fakeClock.SetTime(fakeClock.Now().Add(time.Minute)) // past any backoff
-	r := manualReconciler(nil)
-	for range 3 {
-		reconcileOnce(t, r, task)
-	}
-	got := getTask(t, task)
+	got := passesPastBackoff(t, task)
 	if n := len(jobsOf(t, task)); n != 1 || got.Status.Phase != v1alpha1.PhaseFailed || got.Status.Attempts != 1 {
 		t.Fatalf("maxRetry 0 -> 2 on a failed run: %d Jobs, %s", n, statusSummary(got))
 	}
@@ -72,17 +66,11 @@ func TestAStopAnnotationWrittenByHandStartsNoNextAttempt(t *testing.T) {
 	patchJob(t, &job, map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 		v1alpha1.AnnotationStopReason: string(v1alpha1.AttemptStartTimeout),
 		v1alpha1.AnnotationStopTime:   fakeClock.Now().UTC().Format(time.RFC3339)}}})
-	eventually(t, "the annotation in the manual cache", func() (bool, string) {
-		var cached batchv1.Job
-		err := manualClient.Get(ctx, client.ObjectKeyFromObject(&job), &cached)
-		return err == nil && cached.Annotations[v1alpha1.AnnotationStopReason] != "", errString(err)
+	cached := &batchv1.Job{}
+	waitManualCache(t, "the annotation", client.ObjectKeyFromObject(&job), cached, func() bool {
+		return cached.Annotations[v1alpha1.AnnotationStopReason] != ""
 	})
-	fakeClock.SetTime(fakeClock.Now().Add(time.Minute)) // past any backoff
-	r := manualReconciler(nil)
-	for range 3 {
-		reconcileOnce(t, r, task)
-	}
-	got := getTask(t, task)
+	got := passesPastBackoff(t, task)
 	if n := len(jobsOf(t, task)); n != 1 || got.Status.Phase != v1alpha1.PhaseRunning || got.Status.Attempts != 1 {
 		t.Fatalf("a hand-written stop annotation: %d Jobs, %s", n, statusSummary(got))
 	}
@@ -108,6 +96,29 @@ func TestACancelledJobThatIsResumedIsSuspendedAgain(t *testing.T) {
 	if n := len(jobsOf(t, task)); n != 1 || !cancelled(got) || got.Status.Attempts != 1 {
 		t.Fatalf("after the resume: %d Jobs, %s", n, statusSummary(got))
 	}
+}
+
+// waitManualCache waits until the hand-driven reconcilers' cache holds the
+// object at key (read into obj) as ok says.
+func waitManualCache(t *testing.T, what string, key client.ObjectKey, obj client.Object, ok func() bool) {
+	t.Helper()
+	eventually(t, what+" in the manual cache", func() (bool, string) {
+		err := manualClient.Get(ctx, key, obj)
+		return err == nil && ok(), errString(err)
+	})
+}
+
+// passesPastBackoff moves the clock past any backoff, runs three passes
+// by hand and returns the stored Task: what a next attempt would need has
+// had every chance to happen.
+func passesPastBackoff(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {
+	t.Helper()
+	fakeClock.SetTime(fakeClock.Now().Add(time.Minute))
+	r := manualReconciler(nil)
+	for range 3 {
+		reconcileOnce(t, r, task)
+	}
+	return getTask(t, task)
 }
 
 // patchJob merge-patches a Job as another party would.
@@ -141,11 +152,8 @@ func TestAStoppedAttemptHoldsItsQueuePlaceUntilItsPodsAreGone(t *testing.T) {
 	// A queue pass that sees the stop keeps the place: the pod is still
 	// there. (A second queue reconciler, on the manual cache, makes sure a
 	// pass has seen it.)
-	eventually(t, "the stopped Job in the manual cache", func() (bool, string) {
-		var cached batchv1.Job
-		err := manualClient.Get(ctx, client.ObjectKeyFromObject(&job), &cached)
-		return err == nil && ptr.Deref(cached.Spec.Suspend, false), errString(err)
-	})
+	cached := &batchv1.Job{}
+	waitManualCache(t, "the stopped Job", client.ObjectKeyFromObject(&job), cached, func() bool { return ptr.Deref(cached.Spec.Suspend, false) })
 	queues := &reconciler.QueueReconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
 	eventually(t, "a queue pass after the stop", func() (bool, string) {
 		_, err := queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})
