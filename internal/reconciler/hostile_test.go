@@ -329,3 +329,40 @@ func TestAForeignJobWithAQueuesLabelTakesNoPlace(t *testing.T) {
 		t.Fatalf("the foreign Job holds a place: %v", got.Status.Admitted)
 	}
 }
+
+// A queued Task whose admitted attempt's Job is refused gives its place
+// back: its status no longer waits for the admitted attempt and no Job
+// exists, so the queue releases the place and the next Task runs.
+func TestARefusedQueuedAttemptGivesItsPlaceBack(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "one", 1)
+	must(t, k8s.Create(ctx, q))
+	blocked := newTask(ns, "blocked", manual, testutil.Queue("one"))
+	must(t, k8s.Create(ctx, blocked))
+	stored := getTask(t, blocked)
+	// Someone else's Job under the name of blocked's first attempt.
+	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobs.Name(stored, "0", 1)},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	must(t, k8s.Create(ctx, foreign))
+	// The operator's queue controller does not see manual Tasks: a second
+	// one, on the manual cache, admits it.
+	queues := &reconciler.QueueReconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
+	tasks := manualReconciler(nil)
+	eventually(t, "admitted, then JobRefused", func() (bool, string) {
+		_, _ = queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})
+		_, _ = tasks.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(blocked)})
+		x := getTask(t, blocked)
+		c := condition(x, v1alpha1.ConditionReady)
+		return c != nil && c.Reason == string(v1alpha1.ReasonJobRefused), statusSummary(x)
+	})
+	// The place is given back: the next queue pass releases it.
+	eventually(t, "the place released", func() (bool, string) {
+		_, err := queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})
+		got := getQueue(t, q)
+		return err == nil && len(got.Status.Admitted) == 0, fmt.Sprintf("admitted %v", got.Status.Admitted)
+	})
+	next := newTask(ns, "next", testutil.Queue("one"))
+	must(t, k8s.Create(ctx, next))
+	waitJobs(t, next, 1)
+}
