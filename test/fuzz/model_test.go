@@ -350,6 +350,9 @@ func model(in input) verdict {
 		if reserved(k) {
 			adm("podMetadata.labels/reserved-key")
 		}
+		if runes(k) > 317 || runes(val) > 63 {
+			adm("podMetadata.labels/too-long")
+		}
 		if len(validation.IsQualifiedName(k)) > 0 {
 			add("podMetadata.labels/invalid-key", atJob, true)
 		}
@@ -361,6 +364,12 @@ func model(in input) verdict {
 		k, val := in.AnnotationKey, in.AnnotationValue
 		if reserved(k) {
 			adm("podMetadata.annotations/reserved-key")
+		}
+		if securityAnnotation(k) {
+			adm("podMetadata.annotations/security-relevant")
+		}
+		if runes(k) > 317 {
+			adm("podMetadata.annotations/key-too-long")
 		}
 		if len(validation.IsQualifiedName(strings.ToLower(k))) > 0 {
 			add("podMetadata.annotations/invalid-key", atJob, true)
@@ -566,3 +575,27 @@ func (p problem) String() string { return fmt.Sprintf("%s@%s", p.id, p.stage) }
 
 // imageChars is the character set of an image reference, as the CRD checks it.
 var imageChars = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`)
+
+// securityAnnotation is the CRD's rule on pod annotations that could
+// weaken the pod's security: keys naming AppArmor, seccomp or SELinux, and
+// container runtime keys.
+func securityAnnotation(k string) bool {
+	// CEL's lowerAscii: only A-Z change.
+	lower := strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, k)
+	for _, w := range []string{"apparmor", "seccomp", "selinux"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	for _, p := range []string{"io.kubernetes.cri", "io.containerd.", "io.katacontainers.", "run.oci."} {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
