@@ -33,9 +33,14 @@ import (
 // to Task Ready p99 17 s at N=1000); and a Task whose Job finishes before
 // its creation was recorded gets one status write for both, since the
 // queue keeps one item per Task at the higher priority.
+//
+// A new Task whose namespace has fewer than fairShare new Tasks waiting
+// goes before other starts (fairStartPriority, fairness.go), so one
+// namespace's flood cannot starve another's.
 const (
-	admitPriority  = 1
-	startPriority  = 0  // controller-runtime's default
+	admitPriority     = 2
+	fairStartPriority = 1
+	startPriority     = 0 // controller-runtime's default
 	finishPriority = -1 // a Job of the Task finished
 	recordPriority = -2 // any other Job event; above handler.LowPriority (-100), the initial list
 )

@@ -67,6 +67,9 @@ type TaskReconciler struct {
 	// queueRecords is each queue's admission record as this process's
 	// queue controller last wrote it (taskqueue.go).
 	queueRecords *queueRecords
+	// newTasks holds the new Tasks queued for their first pass, per
+	// namespace, for fairness between namespaces (fairness.go).
+	newTasks newTasksWaiting
 }
 
 // LeaseHolder reports whether this replica may act as the leader right now.
@@ -109,6 +112,7 @@ func leaseHeld(l LeaseHolder) bool { return l == nil || l.Held() }
 
 // Reconcile brings one Task one step closer to what its spec asks.
 func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.newTasks.taken(req.NamespacedName)
 	if !r.leaseHeld() {
 		return standDown(ctx)
 	}

@@ -75,7 +75,8 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 }
 
 // newTaskHandler enqueues each new Task (no status yet) at start
-// priority. For's handler enqueues the Tasks of the initial list (every
+// priority, or above it while its namespace is within its fair share
+// (fairness.go). For's handler enqueues the Tasks of the initial list (every
 // Task when the operator starts) at handler.LowPriority, so that after a
 // restart real events go first; but a Task that never ran is work to
 // start, and without this the create events of the Jobs its neighbours
@@ -91,7 +92,11 @@ func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reco
 			}
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)}
 			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(startPriority)}, req)
+				prio := startPriority
+				if r.newTasks.add(req.NamespacedName) {
+					prio = fairStartPriority
+				}
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, req)
 				return
 			}
 			q.Add(req)

@@ -28,6 +28,10 @@ package reconciler
 //     to the pass their events bring;
 //   - cache.go: the Job cache keeps only the fields the operator reads.
 //
+// The priority queue also carries the fairness between namespaces
+// (fairness.go): without shortcuts the queue is a plain FIFO, fair in
+// arrival order only.
+//
 // What each saved, measured, is in docs/performance.md.
 
 // created is the memory of Jobs this process created, nil (remembering
