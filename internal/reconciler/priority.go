@@ -40,9 +40,9 @@ import (
 const (
 	admitPriority     = 2
 	fairStartPriority = 1
-	startPriority     = 0 // controller-runtime's default
-	finishPriority = -1 // a Job of the Task finished
-	recordPriority = -2 // any other Job event; above handler.LowPriority (-100), the initial list
+	startPriority     = 0  // controller-runtime's default
+	finishPriority    = -1 // a Job of the Task finished
+	recordPriority    = -2 // any other Job event; above handler.LowPriority (-100), the initial list
 )
 
 // recordingHandler enqueues the owner Task of a Job event at
