@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -170,7 +171,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	// decision needs (observe.go). Nothing to record without them.
 	in, err := p.observe(ctx)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, fmt.Errorf("observe: %w", err)
 	}
 	// 2. Decide, once, into one plan (internal/plan, pure).
 	p.plan = plan.Decide(in)
@@ -211,7 +212,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	}
 	if err := r.addFinalizer(ctx, task); err != nil {
 		r.writes().forget(task.UID)
-		return onConflict(ctx, err)
+		return onConflict(ctx, fmt.Errorf("adding the finalizer: %w", err))
 	}
 	// The notification Jobs of runs this status ends (notify.go): created
 	// before the status that records them, so a crash in between leaves
@@ -220,17 +221,17 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		if errors.Is(err, errLeaseLapsed) {
 			return standDown(ctx)
 		}
-		return reconcile.Result{}, err
+		return reconcile.Result{}, fmt.Errorf("notify: %w", err)
 	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		r.writes().forget(task.UID)
-		return onConflict(ctx, err)
+		return onConflict(ctx, fmt.Errorf("writing the status: %w", err))
 	}
 	// 6. Report what changed between the old and the written status
 	// (report.go), then expire the Task or look again when the plan says.
 	p.reportTransitions()
 	if actErr != nil {
-		return reconcile.Result{}, actErr
+		return reconcile.Result{}, fmt.Errorf("act: %w", actErr)
 	}
 	if p.plan.Expire {
 		return r.expire(ctx, task)
