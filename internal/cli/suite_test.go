@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -172,29 +170,17 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, inv.stdout.String(), inv.stderr.String()
 }
 
-// eventually polls cond until it holds or testWait elapsed.
+// eventually polls cond (testutil.Eventually) until it holds or testWait
+// elapsed.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a stand-in for a condition
-	}
+	testutil.Eventually(t, testWait, 20*time.Millisecond, what, func(context.Context) (bool, string) { return cond(), "not yet" })
 }
-
-var nsCounter atomic.Int32
 
 // newNamespace creates a namespace of the test's own.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("cli-%d-%d", time.Now().UnixNano()%100000, nsCounter.Add(1))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := k8s.Create(suiteCtx, ns); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return testutil.NewNamespace(t, k8s, "cli-")
 }
 
 // shellTask is a one-shot shell Task with maxRetry retries.

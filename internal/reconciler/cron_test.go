@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -258,9 +259,12 @@ func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 	if c := condition(bad, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonInvalidSchedule) || !strings.Contains(c.Message, "spec.schedule") {
 		t.Fatalf("Ready: %+v", c)
 	}
-	if res := reconcileOnce(t, rec, task); res.RequeueAfter != 0 {
-		t.Fatalf("an invalid schedule is retried after %s", res.RequeueAfter)
-	}
+	// A pass that races the manager's own may meet a conflict (a quiet
+	// requeue); the one after it must not ask to be run again.
+	eventually(t, "a pass that does not requeue the invalid schedule", func() (bool, string) {
+		res := reconcileOnce(t, rec, task)
+		return res.RequeueAfter == 0, fmt.Sprintf("requeued after %s", res.RequeueAfter)
+	})
 	eventually(t, "an InvalidSchedule event", func() (bool, string) {
 		return hasEvent(t, task, v1alpha1.EventInvalidSchedule, "spec.schedule"), "none yet"
 	})

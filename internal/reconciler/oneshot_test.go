@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -327,9 +328,12 @@ func TestAJobTheAPIServerRefusesMakesTheSpecInvalidUntilFixed(t *testing.T) {
 	if n := len(jobsOf(t, task)); n != 0 {
 		t.Fatalf("%d Jobs for an invalid spec", n)
 	}
-	if res := reconcileOnce(t, rec, task); res.RequeueAfter != 0 {
-		t.Fatalf("an invalid spec is retried after %s", res.RequeueAfter)
-	}
+	// A pass that races the manager's own may meet a conflict (a quiet
+	// requeue); the one after it must not ask to be run again.
+	eventually(t, "a pass that does not requeue the invalid spec", func() (bool, string) {
+		res := reconcileOnce(t, rec, task)
+		return res.RequeueAfter == 0, fmt.Sprintf("requeued after %s", res.RequeueAfter)
+	})
 
 	fixed := getTask(t, task)
 	fixed.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: mustQuantity("50m")}

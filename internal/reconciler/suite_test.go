@@ -7,12 +7,10 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,14 +148,10 @@ func manualReconciler(c client.Client) *reconciler.TaskReconciler {
 
 // --- builders ---------------------------------------------------------------
 
-var nsCounter atomic.Int32
-
 // newNamespace makes a namespace of its own for a test.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d-%d", time.Now().Unix()%100000, nsCounter.Add(1))}}
-	must(t, k8s.Create(ctx, ns))
-	return ns.Name
+	return testutil.NewNamespace(t, k8s, "t")
 }
 
 // newTask builds a shell Task (testutil.NewTask). Tests that do not test
@@ -169,21 +163,11 @@ func newTask(ns, name string, opts ...testutil.TaskOpt) *v1alpha1.Task {
 
 // --- observing ----------------------------------------------------------------
 
-// eventually polls check until it reports done, failing the test with the
-// last thing check said when the deadline passes.
+// eventually polls check (testutil.Eventually) for up to 20 s, failing the
+// test with the last thing check said when the deadline passes.
 func eventually(t *testing.T, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := check()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(50 * time.Millisecond) // polling interval, not a condition
-	}
-	t.Fatalf("timed out waiting for %s; last: %s", what, last)
+	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, what, func(context.Context) (bool, string) { return check() })
 }
 
 func getTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {

@@ -8,7 +8,9 @@
 //   - builders.go: the one set of test builders (Tasks from options, runs
 //     as Kueue-style wrappers) and a Task's kstatus verdict;
 //   - warnings.go: the API server's warnings, collected; manifests.go:
-//     multi-document YAML manifests as objects.
+//     multi-document YAML manifests as objects;
+//   - poll.go: the one Eventually (a condition polled until a deadline)
+//     and the one NewNamespace every suite uses.
 //
 // The end-to-end suites add test/harness on top (the local cluster, the
 // manager as a process, observers).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/testutil"
 )
 
 // PollInterval is how often Eventually asks again.
@@ -25,26 +26,14 @@ const PollInterval = 250 * time.Millisecond
 // that the operator is not running). It returns how long it took.
 func Eventually(t testing.TB, timeout time.Duration, what string, note func() string, cond func(ctx context.Context) (done bool, detail string)) time.Duration {
 	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	var detail string
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var done bool
-		done, detail = cond(ctx)
-		cancel()
-		if done {
-			return time.Since(start)
+	deadline := time.Now().Add(timeout)
+	return testutil.Eventually(t, timeout, PollInterval, what, func(ctx context.Context) (bool, string) {
+		done, detail := cond(ctx)
+		if !done && note != nil && !time.Now().Before(deadline) {
+			detail += note() // said only with the failure
 		}
-		if time.Now().After(deadline) {
-			extra := ""
-			if note != nil {
-				extra = note()
-			}
-			t.Fatalf("timed out after %s waiting for %s; last: %s%s", timeout, what, detail, extra)
-		}
-		time.Sleep(PollInterval)
-	}
+		return done, detail
+	})
 }
 
 // JobKey is what makes an attempt: at most one Job may carry each.
