@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/plan"
@@ -70,7 +71,7 @@ func (p *pass) act(ctx context.Context) error {
 // invalid makes the spec InvalidSpec, without retrying in a loop.
 func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	if !p.r.leaseHeld() {
-		return errLeaseLapsed
+		return guards.ErrLeaseLapsed
 	}
 	job := jobs.Build(p.task, s.RunID, s.Attempt, s.Scheduled, p.r.Jobs)
 	if p.plan.RunNowToken != "" {
@@ -255,7 +256,7 @@ func (p *pass) keepRetryAfter(ctx context.Context, jobName string, secs int64) e
 // are left as they are.
 func (p *pass) restoreLabels(ctx context.Context, jobName string, missing map[string]string) error {
 	if !p.r.leaseHeld() {
-		return errLeaseLapsed
+		return guards.ErrLeaseLapsed
 	}
 	job := p.jobRef(jobName)
 	if found, err := p.patchJob(ctx, job, map[string]any{"metadata": map[string]any{"labels": missing}}); !found || err != nil {

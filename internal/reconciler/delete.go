@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/notify"
 )
@@ -73,7 +74,7 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 	controllerutil.RemoveFinalizer(task, v1alpha1.Finalizer)
 	if err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 		if err = ctrl.IgnoreNotFound(err); err != nil {
-			return onConflict(ctx, fmt.Errorf("delete: removing the finalizer: %w", err))
+			return guards.OnConflict(ctx, fmt.Errorf("delete: removing the finalizer: %w", err))
 		}
 		return reconcile.Result{}, nil
 	}

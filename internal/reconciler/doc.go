@@ -29,7 +29,9 @@
 //     ends (notify.go: created before the status that records them, so a
 //     crash in between leaves a Job the next pass finds by its name), then
 //     one status patch with optimistic locking, only when it changed
-//     (writeStatus; a conflict is a quiet requeue, onConflict).
+//     (writeStatus; a conflict is a quiet requeue, guards.OnConflict). A
+//     pass that finds the leader lease lapsed writes nothing
+//     (guards.StandDown).
 //  6. report (report.go): events and metrics from comparing the old and
 //     the written status, so a repeated pass never repeats them, and the
 //     Task's own gauges from the written status; then the
@@ -39,7 +41,8 @@
 // # Files
 //
 //   - reconciler.go: TaskReconciler, Reconcile, the stages, the status
-//     write, the lease check;
+//     write (the lease and conflict guards both controllers use are
+//     internal/guards);
 //   - pass.go: what one pass carries from stage to stage;
 //   - observe.go, missing.go, act.go, outputs.go, report.go: the stages;
 //   - pods.go: reading an attempt's pods (the operator caches none) and
@@ -53,6 +56,8 @@
 //     watches and the indexes both controllers read queues by;
 //   - notify.go: the notification Jobs of ended runs (spec.notify) and
 //     their events;
+//   - fairness.go: new Tasks of a namespace beyond its fair share wait
+//     behind other namespaces' (the work queue's order);
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;
 //   - setup.go: the controller, its watches and the Job index; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.

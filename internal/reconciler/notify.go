@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/notify"
@@ -37,7 +38,7 @@ func (p *pass) sendNotifications(ctx context.Context) error {
 	}
 	for _, rec := range due {
 		if !p.r.leaseHeld() {
-			return errLeaseLapsed
+			return guards.ErrLeaseLapsed
 		}
 		if notificationDecided(stored, rec.RunID) {
 			// An earlier pass made this notification's Job and recorded it;

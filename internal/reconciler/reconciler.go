@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/plan"
 )
@@ -73,35 +73,16 @@ type TaskReconciler struct {
 	newTasks newTasksWaiting
 }
 
-// LeaseHolder reports whether this replica may act as the leader right now.
-type LeaseHolder interface {
-	Held() bool
-}
-
-// leaseRecheck is how soon a pass that found the lease lapsed looks again:
-// by then the replica has either renewed it or exited.
-const leaseRecheck = time.Second
-
-// errLeaseLapsed stops a pass that found the lease lapsed before a write.
-var errLeaseLapsed = errors.New("the leader lease lapsed; not acting on a possibly stale cache")
+// LeaseHolder reports whether this replica may act as the leader right
+// now (guards.Lease).
+type LeaseHolder = guards.Lease
 
 // errNamespaceTerminating stops a pass whose Job the API server refused
 // because the namespace is being deleted.
 var errNamespaceTerminating = errors.New("the namespace is being deleted; starting nothing")
 
-// standDown ends a pass that found the lease lapsed: nothing written, a
-// look again once the replica has renewed its lease or exited.
-func standDown(ctx context.Context) (reconcile.Result, error) {
-	log.FromContext(ctx).V(1).Info(errLeaseLapsed.Error())
-	return reconcile.Result{RequeueAfter: leaseRecheck}, nil
-}
-
 // leaseHeld reports whether this replica may write as the leader.
-func (r *TaskReconciler) leaseHeld() bool { return leaseHeld(r.Lease) }
-
-// leaseHeld reports whether a replica with lease l (nil: no leader
-// election) may write as the leader.
-func leaseHeld(l LeaseHolder) bool { return l == nil || l.Held() }
+func (r *TaskReconciler) leaseHeld() bool { return guards.Held(r.Lease) }
 
 // +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=batch.taskops.io,resources=tasks/status,verbs=get;patch
@@ -115,7 +96,7 @@ func leaseHeld(l LeaseHolder) bool { return l == nil || l.Held() }
 func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.newTasks.taken(req.NamespacedName)
 	if !r.leaseHeld() {
-		return standDown(ctx)
+		return guards.StandDown(ctx)
 	}
 	task := &v1alpha1.Task{}
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
@@ -146,22 +127,6 @@ func (r *TaskReconciler) addFinalizer(ctx context.Context, task *v1alpha1.Task) 
 	return err
 }
 
-// conflictRetry is how soon a pass that lost an optimistic-lock race runs
-// again. The race is routine (the cache had not seen the newest Task yet),
-// so it is neither an error nor left to the error backoff; and since the
-// operator's own status writes trigger no pass, it must requeue itself.
-const conflictRetry = 250 * time.Millisecond
-
-// onConflict turns an optimistic-lock conflict into a quiet requeue and
-// passes any other error on.
-func onConflict(ctx context.Context, err error) (reconcile.Result, error) {
-	if apierrors.IsConflict(err) {
-		log.FromContext(ctx).V(1).Info("the Task changed under this pass; running it again", "error", err.Error())
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
-	}
-	return reconcile.Result{}, err
-}
-
 // reconcileNormal runs one pass for a Task that is not being deleted, in
 // stages: each reads only what the stages before it left.
 func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
@@ -178,8 +143,8 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	// 3. Act on the plan (act.go).
 	actErr := p.act(ctx)
 	switch {
-	case errors.Is(actErr, errLeaseLapsed):
-		return standDown(ctx) // a pass that must stand down writes nothing
+	case errors.Is(actErr, guards.ErrLeaseLapsed):
+		return guards.StandDown(ctx) // a pass that must stand down writes nothing
 	case errors.Is(actErr, errNamespaceTerminating):
 		// No requeue: the namespace controller deletes the Task, and that
 		// brings the next pass.
@@ -208,24 +173,24 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if !r.leaseHeld() {
 		// Paused past the lease during this pass: the status patch would
 		// be refused anyway if stale (optimistic locking); do not send it.
-		return standDown(ctx)
+		return guards.StandDown(ctx)
 	}
 	if err := r.addFinalizer(ctx, task); err != nil {
 		r.writes().forget(task.UID)
-		return onConflict(ctx, fmt.Errorf("adding the finalizer: %w", err))
+		return guards.OnConflict(ctx, fmt.Errorf("adding the finalizer: %w", err))
 	}
 	// The notification Jobs of runs this status ends (notify.go): created
 	// before the status that records them, so a crash in between leaves
 	// the Job, which the next pass finds by its name.
 	if err := p.sendNotifications(ctx); err != nil {
-		if errors.Is(err, errLeaseLapsed) {
-			return standDown(ctx)
+		if errors.Is(err, guards.ErrLeaseLapsed) {
+			return guards.StandDown(ctx)
 		}
 		return reconcile.Result{}, fmt.Errorf("notify: %w", err)
 	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		r.writes().forget(task.UID)
-		return onConflict(ctx, fmt.Errorf("writing the status: %w", err))
+		return guards.OnConflict(ctx, fmt.Errorf("writing the status: %w", err))
 	}
 	// 6. Report what changed between the old and the written status
 	// (report.go), then expire the Task or look again when the plan says.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/admission"
+	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/runs"
 )
 
@@ -106,8 +107,8 @@ func (q *queueRecords) admitted(tq *v1alpha1.TaskQueue) []string {
 // optimistic locking: the write is what takes a place, so a pass that lost
 // a race takes none and runs again from the winner's record.
 func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if !leaseHeld(r.Lease) {
-		return standDown(ctx)
+	if !guards.Held(r.Lease) {
+		return guards.StandDown(ctx)
 	}
 	tq := &v1alpha1.TaskQueue{}
 	if err := r.Client.Get(ctx, req.NamespacedName, tq); err != nil {
@@ -128,13 +129,13 @@ func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	st.ObservedGeneration = tq.Generation
 	setQueueReady(tq, r.Clock.Now())
 	if !equality.Semantic.DeepEqual(*old, *st) {
-		if !leaseHeld(r.Lease) {
-			return standDown(ctx)
+		if !guards.Held(r.Lease) {
+			return guards.StandDown(ctx)
 		}
 		base := tq.DeepCopy()
 		base.Status = *old
 		if err := r.Client.Status().Patch(ctx, tq, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
-			return onConflict(ctx, err)
+			return guards.OnConflict(ctx, err)
 		}
 		if r.records != nil {
 			r.records.store(tq)

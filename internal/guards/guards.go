@@ -1,0 +1,60 @@
+// Package guards holds what both controllers (the Task controller and the
+// TaskQueue controller) check before and after they act, so neither
+// borrows it from the other:
+//
+//   - the leader lease: a replica that was paused (or cut off) past its
+//     lease acts on a stale cache until client-go notices and the process
+//     exits; it must not write meanwhile (Held, ErrLeaseLapsed, StandDown);
+//   - an optimistic-lock conflict, which is routine (the cache had not
+//     seen the newest object yet): a quiet requeue, not an error
+//     (OnConflict).
+package guards
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Lease reports whether this replica may act as the leader right now.
+type Lease interface {
+	Held() bool
+}
+
+// Held reports whether a replica with lease l (nil: no leader election)
+// may write as the leader.
+func Held(l Lease) bool { return l == nil || l.Held() }
+
+// LeaseRecheck is how soon a pass that found the lease lapsed looks again:
+// by then the replica has either renewed it or exited.
+const LeaseRecheck = time.Second
+
+// ErrLeaseLapsed stops a pass that found the lease lapsed before a write.
+var ErrLeaseLapsed = errors.New("the leader lease lapsed; not acting on a possibly stale cache")
+
+// StandDown ends a pass that found the lease lapsed: nothing written, a
+// look again once the replica has renewed its lease or exited.
+func StandDown(ctx context.Context) (reconcile.Result, error) {
+	log.FromContext(ctx).V(1).Info(ErrLeaseLapsed.Error())
+	return reconcile.Result{RequeueAfter: LeaseRecheck}, nil
+}
+
+// ConflictRetry is how soon a pass that lost an optimistic-lock race runs
+// again. The race is routine, so it is neither an error nor left to the
+// error backoff; and since the operator's own status writes trigger no
+// pass, it must requeue itself.
+const ConflictRetry = 250 * time.Millisecond
+
+// OnConflict turns an optimistic-lock conflict into a quiet requeue and
+// passes any other error on.
+func OnConflict(ctx context.Context, err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("the object changed under this pass; running it again", "error", err.Error())
+		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+	}
+	return reconcile.Result{}, err
+}
