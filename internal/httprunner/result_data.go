@@ -1,30 +1,22 @@
 package httprunner
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskops/task-operator/internal/resultline"
 )
 
-// The runner's structured result: what the operator needs of an attempt,
-// as data rather than prose. It is the last line of the termination
-// message, after the human summary:
-//
-//	task-runner-result: {"retryAfterSeconds":120}
-//
-// Part of the runner's contract (docs/http-tasks.md). The operator reads
-// the line by its prefix and decodes the JSON; the summary above it is
-// only shown to people.
-const ResultDataPrefix = "task-runner-result: "
+// The runner's structured result is internal/resultline's line, the last
+// of the termination message, after the human summary.
 
-// ResultData is the structured result.
-type ResultData struct {
-	// RetryAfterSeconds is the server's Retry-After on a 429 or 503, in
-	// seconds from the response; 0 when it sent none.
-	RetryAfterSeconds int64 `json:"retryAfterSeconds,omitempty"`
-}
+// ResultDataPrefix begins the structured line (resultline.Prefix).
+const ResultDataPrefix = resultline.Prefix
+
+// ResultData is the structured result (resultline.Data).
+type ResultData = resultline.Data
 
 // maxRetryAfter bounds a Retry-After the runner reports (the operator caps
 // it at backoff.maxSeconds anyway).
@@ -62,28 +54,9 @@ func resultDataLine(r Result) string {
 	if r.RetryAfter <= 0 {
 		return ""
 	}
-	b, err := json.Marshal(ResultData{RetryAfterSeconds: int64(r.RetryAfter / time.Second)})
-	if err != nil {
-		return ""
-	}
-	return ResultDataPrefix + string(b) + "\n"
+	return resultline.Format(resultline.Data{RetryAfterSeconds: int64(r.RetryAfter / time.Second)})
 }
 
-// ParseResultData finds the structured line in a termination message and
-// returns the message without it. ok is false when there is none (a shell
-// Task, or a runner that had nothing to report).
-func ParseResultData(msg string) (rest string, data ResultData, ok bool) {
-	trimmed := strings.TrimRight(msg, "\n")
-	i := strings.LastIndex(trimmed, "\n")
-	last := trimmed[i+1:]
-	if !strings.HasPrefix(last, ResultDataPrefix) {
-		return msg, ResultData{}, false
-	}
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(last, ResultDataPrefix)), &data); err != nil {
-		return msg, ResultData{}, false
-	}
-	if i < 0 {
-		return "", data, true
-	}
-	return trimmed[:i+1], data, true
-}
+// ParseResultData finds the structured line in a termination message
+// (resultline.Parse).
+func ParseResultData(msg string) (rest string, data ResultData, ok bool) { return resultline.Parse(msg) }

@@ -107,7 +107,7 @@ func deadlinePassed(task *v1alpha1.Task, a *runs.Attempt, now time.Time) bool {
 }
 
 // observeRetryAfter reads, once per failed http attempt, the Retry-After
-// the runner reported (its structured result line, httprunner.ResultData):
+// the runner reported (its structured result line, resultline.Data):
 // the decision needs it for the next attempt's time, so it is read here,
 // and the plan keeps it on the Job. A failed attempt whose pods are gone
 // counts as none.

@@ -10,7 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/httprunner"
+	"github.com/taskops/task-operator/internal/resultline"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/status"
@@ -118,7 +118,7 @@ func podOutput(pods []corev1.Pod) status.Output {
 	out := status.Output{ExitCode: &best.ExitCode}
 	// The http runner's structured line is for the operator (see
 	// podRetryAfter), not for people.
-	text, _, _ := httprunner.ParseResultData(best.Message)
+	text, _, _ := resultline.Parse(best.Message)
 	msg := strings.TrimSpace(text)
 	if best.ExitCode == 0 {
 		out.Text = msg
@@ -142,7 +142,7 @@ func podRetryAfter(pods []corev1.Pod) int64 {
 	for i := range pods {
 		for _, cs := range pods[i].Status.ContainerStatuses {
 			if t := cs.State.Terminated; cs.Name == jobs.ContainerName && t != nil {
-				if _, data, ok := httprunner.ParseResultData(t.Message); ok {
+				if _, data, ok := resultline.Parse(t.Message); ok {
 					secs = max(secs, data.RetryAfterSeconds)
 				}
 			}

@@ -17,7 +17,7 @@ const module = "github.com/taskops/task-operator/"
 
 // pure are the packages that decide; every decision about a Task is a
 // pure function in one of them.
-var pure = []string{"internal/notify", "internal/plan", "internal/status", "internal/admission", "internal/retry", "internal/scheduler", "internal/runs"}
+var pure = []string{"internal/notify", "internal/resultline", "internal/plan", "internal/status", "internal/admission", "internal/retry", "internal/scheduler", "internal/runs"}
 
 // forbidden are what no package of this module that a pure package
 // depends on may import. (The Kubernetes API types themselves link
@@ -66,5 +66,24 @@ func TestThePureDecidersLinkNoNetworkOrClientCode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The operator (reconciler, controllers, manager) links no HTTP runner:
+// the one line it reads from a runner is internal/resultline, which both
+// import.
+func TestTheOperatorLinksNoRunner(t *testing.T) {
+	for _, p := range []string{"internal/reconciler", "cmd/manager"} {
+		cmd := exec.Command("go", "list", "-deps", "./"+p)
+		cmd.Dir = testutil.RepoRoot()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", p, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == module+"internal/httprunner" || dep == module+"internal/notify/sender" {
+				t.Errorf("%s depends on %s", p, dep)
+			}
+		}
 	}
 }
