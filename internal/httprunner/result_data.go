@@ -59,4 +59,6 @@ func resultDataLine(r Result) string {
 
 // ParseResultData finds the structured line in a termination message
 // (resultline.Parse).
-func ParseResultData(msg string) (rest string, data ResultData, ok bool) { return resultline.Parse(msg) }
+func ParseResultData(msg string) (rest string, data ResultData, ok bool) {
+	return resultline.Parse(msg)
+}

@@ -10,8 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/resultline"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/resultline"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/status"
 )
