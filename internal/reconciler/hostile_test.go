@@ -269,6 +269,7 @@ func TestAPolicyOrAQuotaRefusingTheJobIsAConditionNotALoop(t *testing.T) {
 		must(t, k8s.Create(ctx, q))
 		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}
 		must(t, k8s.Status().Update(ctx, q))
+		waitJobsRefused(t, ns)
 		task := newTask(ns, "over-quota", manual)
 		must(t, k8s.Create(ctx, task))
 		got := reconcileUntil(t, task, "WaitingForCapacity", func(x *v1alpha1.Task) bool {
@@ -302,10 +303,19 @@ func denyJobs(t *testing.T, ns string) {
 				MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}}}}
 	must(t, k8s.Create(ctx, binding))
 	t.Cleanup(func() { _ = k8s.Delete(ctx, binding); _ = k8s.Delete(ctx, policy) })
+	waitJobsRefused(t, ns)
+}
+
+// waitJobsRefused waits until the API server refuses (403) a Job in ns:
+// admission plugins read policies and quotas from their own caches, which
+// see the objects just written a moment later. Dry runs: nothing is
+// created.
+func waitJobsRefused(t *testing.T, ns string) {
+	t.Helper()
 	probe := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
-	eventually(t, "the policy in force", func() (bool, string) {
+	eventually(t, "Jobs refused in "+ns, func() (bool, string) {
 		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return apierrors.IsForbidden(err), errString(err)
 	})

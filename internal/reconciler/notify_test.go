@@ -341,6 +341,7 @@ func TestARefusedNotificationJobNeverHoldsBackTheResult(t *testing.T) {
 	// The quota controller (not in envtest) would record the run's Job.
 	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}
 	must(t, k8s.Status().Update(ctx, q))
+	waitJobsRefused(t, ns)
 	job := jobsOf(t, task)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
 
