@@ -38,8 +38,10 @@ func TestOneNamespacesFloodDoesNotStarveAnothersNewTask(t *testing.T) {
 		r.newTasks.taken(req.NamespacedName)
 		q.Done(req)
 		if req.Namespace == "quiet" {
-			if taken > fairShare+1 {
-				t.Fatalf("the quiet namespace's Task was taken %dth, want within %d", taken, fairShare+1)
+			// The README promises 16 passes of the flood at most.
+			const promised = 16
+			if taken > promised+1 {
+				t.Fatalf("the quiet namespace's Task was taken %dth, want within %d", taken, promised+1)
 			}
 			t.Logf("the quiet namespace's Task was taken %dth of %d", taken, flood+1)
 			return
