@@ -27,7 +27,8 @@
 //     from the runs as the pass left them.
 //  5. status.Compute, then the notification Jobs of the runs this status
 //     ends (notify.go: created before the status that records them, so a
-//     crash in between leaves a Job the next pass finds by its name), then
+//     crash in between leaves a Job the next pass finds by its name; a
+//     refused one is fed back and the status computed again), then
 //     one status patch with optimistic locking, only when it changed
 //     (writeStatus; a conflict is a quiet requeue, guards.OnConflict). A
 //     pass that finds the leader lease lapsed writes nothing

@@ -53,7 +53,10 @@ func (p *pass) sendNotifications(ctx context.Context) error {
 		if refusal := p.createNotification(ctx, job, rec.RunID); refusal != "" {
 			// Never held back: the run's result is written in this pass
 			// whatever became of its notification.
-			st.History[i].Notification = v1alpha1.NotificationFailed
+			if p.notificationsRefused == nil {
+				p.notificationsRefused = map[string]bool{}
+			}
+			p.notificationsRefused[rec.RunID] = true
 			p.noteNotification(rec.RunID, fmt.Sprintf("run %s: notification not sent (the run's result stands; it is not retried): %s", rec.RunID, refusal))
 		}
 	}

@@ -48,6 +48,10 @@ type pass struct {
 	// its Job cannot tell: the API server refused the Job, or it was
 	// deleted before it finished.
 	notificationNotes map[string]string
+	// notificationsRefused are the runs whose notification Job the API
+	// server refused this pass: the status is computed again with them
+	// (their notification Failed), never edited.
+	notificationsRefused map[string]bool
 }
 
 // problem is why the spec cannot be acted on, if it cannot.
@@ -65,6 +69,7 @@ func (p *pass) computeStatus() v1alpha1.TaskStatus {
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Refusal: p.jobRefused, Now: p.now,
 		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName, Notifications: p.notifications,
+		NotificationsRefused: p.notificationsRefused,
 	}
 	in.QueueReason, in.QueueMessage = p.plan.Queue.Problem()
 	for _, d := range p.plan.Dropped {

@@ -188,6 +188,13 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		}
 		return reconcile.Result{}, fmt.Errorf("notify: %w", err)
 	}
+	if len(p.notificationsRefused) > 0 {
+		// The refusals are fed back to the pure stage: the status is
+		// computed again with them (from the stored status, as the first
+		// time), never edited.
+		task.Status = *p.old.DeepCopy()
+		task.Status = p.computeStatus()
+	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		r.writes().forget(task.UID)
 		return guards.OnConflict(ctx, fmt.Errorf("writing the status: %w", err))

@@ -40,10 +40,11 @@ func countFailures(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int) {
 
 // markNotifications marks Pending the newly finished runs spec.notify
 // tells about (the pass then creates their notification Job, before the
-// status write), and records how the pending ones ended once their Job
-// finished. Only a run that ends after spec.notify lists its outcome is
-// told: adding an entry never tells about runs of the past.
-func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int, jobs map[string]notify.Job) {
+// status write), Failed those whose Job the API server refused (refused),
+// and records how the pending ones ended once their Job finished. Only a
+// run that ends after spec.notify lists its outcome is told: adding an
+// entry never tells about runs of the past.
+func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int, jobs map[string]notify.Job, refused map[string]bool) {
 	if len(task.Spec.Notify) > 0 {
 		for _, i := range ended {
 			h := &st.History[i]
@@ -52,6 +53,9 @@ func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int
 			}
 			if ev, ok := notify.Event(*h, notify.Previous(st.History, i)); ok && len(notify.Targets(task.Spec.Notify, ev)) > 0 {
 				h.Notification = v1alpha1.NotificationPending
+				if refused[h.RunID] {
+					h.Notification = v1alpha1.NotificationFailed
+				}
 			}
 		}
 	}

@@ -82,7 +82,11 @@ type Input struct {
 	QueueName string
 	// Notifications are the Task's notification Jobs, by run id.
 	Notifications map[string]notify.Job
-	Now           time.Time
+	// NotificationsRefused are the runs whose notification Job the API
+	// server refused in this pass: their notification is Failed, not
+	// Pending (the pass computes the status again with them).
+	NotificationsRefused map[string]bool
+	Now                  time.Time
 }
 
 // Compute derives the new status. It is monotonic where the contract asks:
@@ -106,7 +110,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	ended := newlyFinished(&st, &task.Status)
 	recordFinishedToken(task, &st, ended, rs)
 	countFailures(task, &st, ended)
-	markNotifications(task, &st, ended, in.Notifications)
+	markNotifications(task, &st, ended, in.Notifications, in.NotificationsRefused)
 	st.Active, st.ActiveOmitted = activeJobs(task.Namespace, rs)
 	prevRun := st.CurrentRun
 	setCurrentRun(&st, rs, steps)

@@ -341,3 +341,20 @@ func TestARefusedJobIsAWaitOrStalledNeverAFailure(t *testing.T) {
 		})
 	}
 }
+
+// A run whose notification Job the API server refused has its
+// notification Failed in the status that records its end: the refusal is
+// an input of the computation, which the pass runs again with it.
+func TestARefusedNotificationIsFailedInTheStatusThatEndsTheRun(t *testing.T) {
+	task := oneShot(testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed), testutil.Retries(0, 10, 60, 2))
+	failed := []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}
+	for _, tc := range []struct {
+		refused map[string]bool
+		want    v1alpha1.NotificationState
+	}{{nil, v1alpha1.NotificationPending}, {map[string]bool{"0": true}, v1alpha1.NotificationFailed}} {
+		st := status.Compute(status.Input{Task: task, Runs: failed, NotificationsRefused: tc.refused, Now: now})
+		if len(st.History) != 1 || st.History[0].Result != v1alpha1.RunResultFailed || st.History[0].Notification != tc.want {
+			t.Errorf("refused %v: history %+v, want the run Failed with notification %s", tc.refused, st.History, tc.want)
+		}
+	}
+}
