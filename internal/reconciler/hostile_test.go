@@ -121,6 +121,14 @@ func passesPastBackoff(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {
 	return getTask(t, task)
 }
 
+// foreignJob is a suspended Job no Task controls, as someone else would
+// create it, with labels.
+func foreignJob(ns, name string, labels map[string]string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+}
+
 // patchJob merge-patches a Job as another party would.
 func patchJob(t *testing.T, job *batchv1.Job, patch map[string]any) {
 	t.Helper()
@@ -217,9 +225,7 @@ func TestAForeignJobUnderTheAttemptsNameIsJobRefusedAndRecheckedSlowly(t *testin
 	task := newTask(ns, "squatted", manual)
 	must(t, k8s.Create(ctx, task))
 	stored := getTask(t, task)
-	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobs.Name(stored, "0", 1)},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	foreign := foreignJob(ns, jobs.Name(stored, "0", 1), nil)
 	must(t, k8s.Create(ctx, foreign))
 	waitCached(t, task)
 
@@ -312,9 +318,7 @@ func denyJobs(t *testing.T, ns string) {
 // created.
 func waitJobsRefused(t *testing.T, ns string) {
 	t.Helper()
-	probe := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	probe := foreignJob(ns, "probe", nil)
 	eventually(t, "Jobs refused in "+ns, func() (bool, string) {
 		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		return apierrors.IsForbidden(err), errString(err)
@@ -327,10 +331,7 @@ func TestAForeignJobWithAQueuesLabelTakesNoPlace(t *testing.T) {
 	ns := newNamespace(t)
 	q := testutil.NewTaskQueue(ns, "one", 1)
 	must(t, k8s.Create(ctx, q))
-	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-a-task",
-		Labels: map[string]string{v1alpha1.LabelQueue: "one", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	foreign := foreignJob(ns, "not-a-task", map[string]string{v1alpha1.LabelQueue: "one", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
 	must(t, k8s.Create(ctx, foreign))
 	task := newTask(ns, "queued", testutil.Queue("one"))
 	must(t, k8s.Create(ctx, task))
@@ -351,9 +352,7 @@ func TestARefusedQueuedAttemptGivesItsPlaceBack(t *testing.T) {
 	must(t, k8s.Create(ctx, blocked))
 	stored := getTask(t, blocked)
 	// Someone else's Job under the name of blocked's first attempt.
-	foreign := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobs.Name(stored, "0", 1)},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "busybox:test"}}}}}}
+	foreign := foreignJob(ns, jobs.Name(stored, "0", 1), nil)
 	must(t, k8s.Create(ctx, foreign))
 	// The operator's queue controller does not see manual Tasks: a second
 	// one, on the manual cache, admits it.
