@@ -68,7 +68,9 @@ func (p *pass) act(ctx context.Context) error {
 // deterministic, so a Job that already exists and that this Task controls
 // is the attempt, created by an earlier pass whose status write was lost:
 // never a second Job for one attempt. A Job the API server refuses as
-// invalid makes the spec InvalidSpec, without retrying in a loop.
+// invalid makes the spec InvalidSpec, without retrying in a loop; any
+// other refusal (a policy, a quota, a foreign Job under the name) is
+// recorded by refuse (jobrefused.go).
 func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	if !p.r.leaseHeld() {
 		return guards.ErrLeaseLapsed
@@ -156,22 +158,6 @@ func (p *pass) legacyAttempt(ctx context.Context, s plan.Start) (*batchv1.Job, e
 		return nil, nil
 	}
 	return p.readOwnJob(ctx, names[1:], func(j *batchv1.Job) bool { return runs.ControlledBy(j, p.task.UID) })
-}
-
-// refusalRecheck is how often a Task whose Job the API server refuses
-// (p.jobRefused) tries again: a policy may be lifted, a quota freed, a
-// foreign Job deleted, and none of them is watched. One refused create a
-// minute, not a retry loop.
-const refusalRecheck = time.Minute
-
-// refuse records that the API server refused the Job of start s for a
-// reason that may clear without a spec change: the Task says so (reason)
-// and tries again after refusalRecheck.
-func (p *pass) refuse(s plan.Start, reason v1alpha1.Reason, why string) {
-	p.jobRefused = &status.Problem{Reason: reason, Message: status.Head(fmt.Sprintf("run %s: attempt %d waits: %s", s.RunID, s.Attempt, why), status.MaxMessage)}
-	if next := p.now.Add(refusalRecheck); p.plan.Wake.IsZero() || next.Before(p.plan.Wake) {
-		p.plan.Wake = next
-	}
 }
 
 // addAttempt records a Job this pass made (or found) in p.runs.

@@ -55,6 +55,8 @@
 //   - taskqueue.go, taskqueue_setup.go: the queue reconciler, which keeps
 //     each TaskQueue's admission record (internal/admission decides), its
 //     watches and the indexes both controllers read queues by;
+//   - jobrefused.go: a Job the API server refuses for a reason the spec
+//     does not decide (JobRefused, a quota on Jobs), rechecked slowly;
 //   - notify.go: the notification Jobs of ended runs (spec.notify) and
 //     their events;
 //   - fairness.go: new Tasks of a namespace beyond its fair share wait
