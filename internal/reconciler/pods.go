@@ -60,8 +60,12 @@ func podStarts(pods []corev1.Pod) []retry.PodStart {
 			ps.Started = true
 		}
 		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			switch {
+			case c.Type != corev1.PodScheduled:
+			case c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
 				ps.WaitingReason, ps.WaitingMessage = corev1.PodReasonUnschedulable, c.Message
+			case c.Status == corev1.ConditionTrue:
+				ps.Scheduled = c.LastTransitionTime.Time
 			}
 		}
 		for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {

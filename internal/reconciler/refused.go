@@ -72,8 +72,12 @@ func (p *pass) podWarnings(ctx context.Context, pods []retry.PodStart, timeout t
 // cannot start: the kubelet's Failed (image pull, container config),
 // FailedMount, FailedCreatePodSandBox and the like, ErrImageNeverPull,
 // InspectFailed. Advisory warnings (MissingClusterDNS, say) are not a
-// cause.
+// cause, nor is the scheduler's FailedScheduling: waiting for a node is
+// waiting for capacity, and once the pod has one it is stale.
 func startFailure(e *corev1.Event) bool {
+	if e.Reason == "FailedScheduling" {
+		return false
+	}
 	return strings.HasPrefix(e.Reason, "Failed") || strings.HasPrefix(e.Reason, "Err") || e.Reason == "InspectFailed"
 }
 

@@ -16,6 +16,7 @@ func TestOnlyStartFailuresNameWhyAPodDidNotStart(t *testing.T) {
 		"FailedCreatePodSandBox": true,
 		"ErrImageNeverPull":      true,
 		"InspectFailed":          true,
+		"FailedScheduling":       false, // waiting for a node is capacity; stale once scheduled
 		"MissingClusterDNS":      false, // the local cluster's kubelet has no cluster DNS: on every pod
 		"DNSConfigForming":       false,
 		"BackOff":                false, // says a pull is retried, not why it failed

@@ -11,6 +11,11 @@ import (
 type PodStart struct {
 	Name    string
 	Created time.Time
+	// Scheduled is when the pod got a node (its PodScheduled condition);
+	// zero while it has none. Time spent waiting for a node is waiting for
+	// capacity, not being broken: the start timeout counts from the later
+	// of Created and Scheduled (Since).
+	Scheduled time.Time
 	// Started is true once the pod is Running or has terminated.
 	Started bool
 	// WaitingReason is a container's waiting reason (ImagePullBackOff,
@@ -44,11 +49,20 @@ func (p PodStart) Cause() string {
 	return string(corev1.PodPending)
 }
 
+// Since is when the pod's start timeout began: its creation, or when it
+// got a node if it waited for one.
+func (p PodStart) Since() time.Time {
+	if p.Scheduled.After(p.Created) {
+		return p.Scheduled
+	}
+	return p.Created
+}
+
 // Overdue reports whether the start timeout has passed for a pod that
 // has not started and is not waiting for a node: the start check will
 // call it stuck, so the observer reads its events for the best cause.
 func (p PodStart) Overdue(timeout time.Duration, now time.Time) bool {
-	return !p.Started && p.WaitingReason != corev1.PodReasonUnschedulable && !now.Before(p.Created.Add(timeout))
+	return !p.Started && p.WaitingReason != corev1.PodReasonUnschedulable && !now.Before(p.Since().Add(timeout))
 }
 
 // StartCheck is the verdict of the start timeout on an active attempt.
@@ -76,7 +90,7 @@ func StartCheckDue(jobCreated time.Time, timeout time.Duration, now time.Time) b
 
 // CheckStart applies the start timeout to an active attempt: it is stuck
 // when one of its pods is neither Running nor terminated timeout after the
-// pod was created, or when the Job still has no pod at all timeout after
+// pod was created (or, if it waited for a node, after it got one), or when the Job still has no pod at all timeout after
 // it was created (a missing ServiceAccount keeps pods from being created).
 // A Job whose pods a used-up ResourceQuota refuses (refused, Capacity)
 // waits for capacity instead, and is looked at again a timeout later.
@@ -99,7 +113,7 @@ func CheckStart(jobCreated time.Time, pods []PodStart, refused *Refusal, timeout
 		if p.Started {
 			continue
 		}
-		deadline := p.Created.Add(timeout)
+		deadline := p.Since().Add(timeout)
 		if p.WaitingReason == corev1.PodReasonUnschedulable {
 			// Waiting for a node, not broken: look again a timeout later
 			// (a pod that gets a node may then turn out broken).
