@@ -260,28 +260,17 @@ func TestAPolicyOrAQuotaRefusingTheJobIsAConditionNotALoop(t *testing.T) {
 		denyJobs(t, ns)
 		task := newTask(ns, "denied", manual)
 		must(t, k8s.Create(ctx, task))
-		got := reconcileUntil(t, task, "JobRefused", func(x *v1alpha1.Task) bool {
-			c := condition(x, v1alpha1.ConditionReady)
-			return c != nil && c.Reason == string(v1alpha1.ReasonJobRefused)
-		})
+		got := reconcileUntil(t, task, "JobRefused", readyReasonIs(v1alpha1.ReasonJobRefused))
 		if c := condition(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, "jobs are frozen here") || got.Status.Phase != v1alpha1.PhasePending {
 			t.Fatalf("Ready %+v, phase %s", c, got.Status.Phase)
 		}
 	})
 	t.Run("quota", func(t *testing.T) {
 		ns := newNamespace(t)
-		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobs"},
-			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}}
-		must(t, k8s.Create(ctx, q))
-		q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}
-		must(t, k8s.Status().Update(ctx, q))
-		waitJobsRefused(t, ns)
+		fillJobsQuota(t, ns)
 		task := newTask(ns, "over-quota", manual)
 		must(t, k8s.Create(ctx, task))
-		got := reconcileUntil(t, task, "WaitingForCapacity", func(x *v1alpha1.Task) bool {
-			c := condition(x, v1alpha1.ConditionReady)
-			return c != nil && c.Reason == string(v1alpha1.ReasonWaitingForCapacity)
-		})
+		got := reconcileUntil(t, task, "WaitingForCapacity", readyReasonIs(v1alpha1.ReasonWaitingForCapacity))
 		assertConditions(t, got, U, F, T, F)
 		if c := condition(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, "exceeded quota: jobs") {
 			t.Fatalf("Ready %+v", c)
@@ -310,6 +299,27 @@ func denyJobs(t *testing.T, ns string) {
 	must(t, k8s.Create(ctx, binding))
 	t.Cleanup(func() { _ = k8s.Delete(ctx, binding); _ = k8s.Delete(ctx, policy) })
 	waitJobsRefused(t, ns)
+}
+
+// fillJobsQuota gives ns a ResourceQuota of one Job that is used up (the
+// quota controller, not in envtest, would record the Job that uses it),
+// and waits until the API server refuses Jobs by it.
+func fillJobsQuota(t *testing.T, ns string) {
+	t.Helper()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobs"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}}
+	must(t, k8s.Create(ctx, q))
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}
+	must(t, k8s.Status().Update(ctx, q))
+	waitJobsRefused(t, ns)
+}
+
+// readyReasonIs reports a Task whose Ready condition has reason.
+func readyReasonIs(reason v1alpha1.Reason) func(*v1alpha1.Task) bool {
+	return func(x *v1alpha1.Task) bool {
+		c := condition(x, v1alpha1.ConditionReady)
+		return c != nil && c.Reason == string(reason)
+	}
 }
 
 // waitJobsRefused waits until the API server refuses (403) a Job in ns:
@@ -362,8 +372,7 @@ func TestARefusedQueuedAttemptGivesItsPlaceBack(t *testing.T) {
 		_, _ = queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})
 		_, _ = tasks.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(blocked)})
 		x := getTask(t, blocked)
-		c := condition(x, v1alpha1.ConditionReady)
-		return c != nil && c.Reason == string(v1alpha1.ReasonJobRefused), statusSummary(x)
+		return readyReasonIs(v1alpha1.ReasonJobRefused)(x), statusSummary(x)
 	})
 	// The place is given back: the next queue pass releases it.
 	eventually(t, "the place released", func() (bool, string) {

@@ -7,9 +7,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -335,13 +333,7 @@ func TestARefusedNotificationJobNeverHoldsBackTheResult(t *testing.T) {
 	task := newTask(ns, "quota-told", manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
 	must(t, k8s.Create(ctx, task))
 	reconcileUntil(t, task, "the first Job", func(*v1alpha1.Task) bool { return len(jobsOf(t, task)) == 1 })
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jobs"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}}
-	must(t, k8s.Create(ctx, q))
-	// The quota controller (not in envtest) would record the run's Job.
-	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{"count/jobs.batch": resource.MustParse("1")}}
-	must(t, k8s.Status().Update(ctx, q))
-	waitJobsRefused(t, ns)
+	fillJobsQuota(t, ns) // the run's own Job fills it
 	job := jobsOf(t, task)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
 

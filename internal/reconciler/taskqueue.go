@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -219,13 +218,11 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 	return in, tasks, nil
 }
 
-// taskControlled reports whether a Task controls job: only those count in
-// a queue. The queue label is one anyone who may create Jobs can set, and
-// a foreign Job carrying it must not take a place.
-func taskControlled(job *batchv1.Job) bool {
-	ref := metav1.GetControllerOf(job)
-	return ref != nil && ref.Kind == "Task" && strings.HasPrefix(ref.APIVersion, v1alpha1.GroupVersion.Group+"/")
-}
+// taskControlled reports whether a Task controls job, as the Job index
+// reads it (JobControllerUID): only those count in a queue. The queue
+// label is one anyone who may create Jobs can set, and a foreign Job
+// carrying it must not take a place.
+func taskControlled(job *batchv1.Job) bool { return len(JobControllerUID(job)) > 0 }
 
 // jobState is whether a Job's attempt still holds its place: while it is
 // active, and, once stopped, until its pods are gone (a stopped attempt's
