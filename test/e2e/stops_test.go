@@ -69,7 +69,7 @@ func TestAStoppedAttemptOfAPlainSleepEndsWithinSeconds(t *testing.T) {
 		// attempt, running pod and all.
 		name: "capacity-timeout",
 		opts: []testutil.TaskOpt{testutil.Replicas(2), func(t *v1alpha1.Task) {
-			t.Spec.CapacityTimeoutSeconds = ptr.To[int32](15)
+			t.Spec.CapacityTimeoutSeconds = ptr.To[int32](60) // long enough for index 0 to get a node while other tests hold CPU
 			t.Spec.Resources = &v1alpha1.Resources{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1200m")}}
 		}},
 		reason: v1alpha1.AttemptCapacityTimeout,
