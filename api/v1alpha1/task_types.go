@@ -285,14 +285,13 @@ type TaskSpec struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self.all(t, (!has(t.key) || t.key.size() <= 317) && (!has(t.value) || t.value.size() <= 63) && (!has(t.operator) || t.operator.size() <= 16) && (!has(t.effect) || t.effect.size() <= 32))",message="spec.tolerations: key at most 317 characters, value at most 63 (a label key and value)"
-	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	Tolerations []Toleration `json:"tolerations,omitempty"`
 
-	// Affinity is the pods' affinity, as in a pod; each of its term lists
-	// holds at most 8 terms.
+	// Affinity is the pods' affinity, as in a pod (core/v1 Affinity, with
+	// every list bounded: 8 terms per term list, 16 expressions per term, 32
+	// values per expression).
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="(!has(self.nodeAffinity) || ((!has(self.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) || self.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.size() <= 8) && (!has(self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution.size() <= 8))) && (!has(self.podAffinity) || ((!has(self.podAffinity.requiredDuringSchedulingIgnoredDuringExecution) || self.podAffinity.requiredDuringSchedulingIgnoredDuringExecution.size() <= 8) && (!has(self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAffinity.preferredDuringSchedulingIgnoredDuringExecution.size() <= 8))) && (!has(self.podAntiAffinity) || ((!has(self.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution) || self.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.size() <= 8) && (!has(self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution) || self.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution.size() <= 8)))",message="spec.affinity: each list of terms may hold at most 8 terms"
-	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	Affinity *Affinity `json:"affinity,omitempty"`
 
 	// PriorityClassName is the pods' PriorityClass.
 	// +optional
@@ -433,7 +432,6 @@ type LocalObjectReference struct {
 
 // Volume is a volume of the pods: exactly one of its sources is set.
 // +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.secret) ? 1 : 0) + (has(self.emptyDir) ? 1 : 0) + (has(self.persistentVolumeClaim) ? 1 : 0) == 1",message="a volume needs exactly one of configMap, secret, emptyDir or persistentVolumeClaim"
-// +kubebuilder:validation:XValidation:rule="(!has(self.configMap) || !has(self.configMap.items) || self.configMap.items.size() <= 64) && (!has(self.secret) || !has(self.secret.items) || self.secret.items.size() <= 64)",message="spec.volumes: configMap.items and secret.items may list at most 64 keys"
 type Volume struct {
 	// Name of the volume, which volumeMounts refer to.
 	// +required
@@ -444,20 +442,20 @@ type Volume struct {
 
 	// ConfigMap mounts a ConfigMap, as in a pod.
 	// +optional
-	ConfigMap *corev1.ConfigMapVolumeSource `json:"configMap,omitempty"`
+	ConfigMap *ConfigMapVolumeSource `json:"configMap,omitempty"`
 
 	// Secret mounts a Secret, as in a pod (the kubelet reads it; the
 	// operator never does).
 	// +optional
-	Secret *corev1.SecretVolumeSource `json:"secret,omitempty"`
+	Secret *SecretVolumeSource `json:"secret,omitempty"`
 
 	// EmptyDir is a scratch directory, as in a pod.
 	// +optional
-	EmptyDir *corev1.EmptyDirVolumeSource `json:"emptyDir,omitempty"`
+	EmptyDir *EmptyDirVolumeSource `json:"emptyDir,omitempty"`
 
 	// PersistentVolumeClaim mounts a claim of the namespace, as in a pod.
 	// +optional
-	PersistentVolumeClaim *corev1.PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
 }
 
 // VolumeMount mounts one of spec.volumes into the Task's container.

@@ -139,26 +139,53 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 			t.Spec.NodeSelector = map[string]string{"zone": strings.Repeat("z", 64)}
 		}), []string{"spec.nodeSelector", "at most 63"}},
 		{"a toleration value longer than a label value is refused", shellTask("toleration", func(t *v1alpha1.Task) {
-			t.Spec.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpEqual, Value: strings.Repeat("v", 64)}}
-		}), []string{"spec.tolerations", "value at most 63"}},
-		{"an affinity with 9 terms in one list is refused", shellTask("affinity", func(t *v1alpha1.Task) {
-			var terms []corev1.PreferredSchedulingTerm
-			for range 9 {
-				terms = append(terms, corev1.PreferredSchedulingTerm{Weight: 1, Preference: corev1.NodeSelectorTerm{
-					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "k", Operator: corev1.NodeSelectorOpExists}}}})
+			t.Spec.Tolerations = []v1alpha1.Toleration{{Key: "k", Operator: "Equal", Value: strings.Repeat("v", 64)}}
+		}), []string{"spec.tolerations[0].value", "63"}},
+		{"an affinity with 5 terms in one list is refused", shellTask("affinity", func(t *v1alpha1.Task) {
+			var terms []v1alpha1.PreferredSchedulingTerm
+			for range 5 {
+				terms = append(terms, v1alpha1.PreferredSchedulingTerm{Weight: 1, Preference: v1alpha1.NodeSelectorTerm{
+					MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "k", Operator: "Exists"}}}})
 			}
-			t.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}}
-		}), []string{"spec.affinity", "at most 8 terms"}},
+			t.Spec.Affinity = &v1alpha1.Affinity{NodeAffinity: &v1alpha1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: terms}}
+		}), []string{"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution", "at most 4 items"}},
+		{"an affinity term with 5 expressions is refused", shellTask("affinity-expressions", func(t *v1alpha1.Task) {
+			var exprs []v1alpha1.NodeSelectorRequirement
+			for i := range 5 {
+				exprs = append(exprs, v1alpha1.NodeSelectorRequirement{Key: fmt.Sprintf("k%d", i), Operator: "Exists"})
+			}
+			t.Spec.Affinity = &v1alpha1.Affinity{NodeAffinity: &v1alpha1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1alpha1.NodeSelector{
+				NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{{MatchExpressions: exprs}}}}}
+		}), []string{"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions", "at most 4 items"}},
+		{"an affinity expression with 9 values is refused", shellTask("affinity-values", func(t *v1alpha1.Task) {
+			var values []string
+			for i := range 9 {
+				values = append(values, fmt.Sprintf("v%d", i))
+			}
+			t.Spec.Affinity = &v1alpha1.Affinity{PodAntiAffinity: &v1alpha1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1alpha1.PodAffinityTerm{{
+				TopologyKey: "kubernetes.io/hostname", LabelSelector: &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{{Key: "app", Operator: "In", Values: values}}}}}}}
+		}), []string{"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values", "at most 8 items"}},
+		{"a pod affinity label selector value longer than a label value is refused", shellTask("affinity-label", func(t *v1alpha1.Task) {
+			t.Spec.Affinity = &v1alpha1.Affinity{PodAffinity: &v1alpha1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1alpha1.WeightedPodAffinityTerm{{Weight: 1,
+				PodAffinityTerm: v1alpha1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: &v1alpha1.LabelSelector{MatchLabels: map[string]string{"app": strings.Repeat("a", 64)}}}}}}}
+		}), []string{"matchLabels", "values at most 63"}},
+		{"an affinity operator that is not one of a pod's is refused", shellTask("affinity-operator", func(t *v1alpha1.Task) {
+			t.Spec.Affinity = &v1alpha1.Affinity{NodeAffinity: &v1alpha1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1alpha1.PreferredSchedulingTerm{{Weight: 1,
+				Preference: v1alpha1.NodeSelectorTerm{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "k", Operator: "Near"}}}}}}}
+		}), []string{"matchExpressions[0].operator", "Unsupported value"}},
+		{"a ConfigMap volume name longer than a DNS name is refused", shellTask("configmap-name", func(t *v1alpha1.Task) {
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "c", ConfigMap: &v1alpha1.ConfigMapVolumeSource{Name: strings.Repeat("c", 254)}}}
+		}), []string{"spec.volumes[0].configMap.name", "253"}},
 		{"a pod label value longer than a label value is refused", shellTask("pod-label", func(t *v1alpha1.Task) {
 			t.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": strings.Repeat("t", 64)}}
 		}), []string{"spec.podMetadata.labels", "at most 63"}},
-		{"a Secret volume listing 65 keys is refused", shellTask("items", func(t *v1alpha1.Task) {
-			var items []corev1.KeyToPath
-			for i := range 65 {
-				items = append(items, corev1.KeyToPath{Key: fmt.Sprintf("k%d", i), Path: fmt.Sprintf("p%d", i)})
+		{"a Secret volume listing 17 keys is refused", shellTask("items", func(t *v1alpha1.Task) {
+			var items []v1alpha1.KeyToPath
+			for i := range 17 {
+				items = append(items, v1alpha1.KeyToPath{Key: fmt.Sprintf("k%d", i), Path: fmt.Sprintf("p%d", i)})
 			}
-			t.Spec.Volumes = []v1alpha1.Volume{{Name: "s", Secret: &corev1.SecretVolumeSource{SecretName: "s", Items: items}}}
-		}), []string{"spec.volumes", "at most 64 keys"}},
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "s", Secret: &v1alpha1.SecretVolumeSource{SecretName: "s", Items: items}}}
+		}), []string{"spec.volumes[0].secret.items", "at most 16 items"}},
 		{"a queue name longer than a label value is refused", shellTask("long-queue", func(t *v1alpha1.Task) {
 			t.Spec.QueueName = strings.Repeat("q", 64)
 		}), []string{"spec.queueName", "63"}},
@@ -204,36 +231,36 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 			t.Spec.SecurityContext = &v1alpha1.SecurityContext{FSGroup: ptr.To[int64](0)}
 		}), []string{"spec.securityContext.fsGroup", "greater than or equal to 1"}},
 		{"a volume with two sources is refused", shellTask("two-sources", func(t *v1alpha1.Task) {
-			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{},
-				Secret: &corev1.SecretVolumeSource{SecretName: "s"}}}
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &v1alpha1.EmptyDirVolumeSource{},
+				Secret: &v1alpha1.SecretVolumeSource{SecretName: "s"}}}
 		}), []string{"spec.volumes[0]", "exactly one of configMap, secret, emptyDir or persistentVolumeClaim"}},
 		{"a volume with no source (say, a hostPath) is refused", shellTask("host-path", func(t *v1alpha1.Task) {
 			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v"}}
 		}), []string{"spec.volumes[0]", "exactly one of"}},
 		{"more than 16 volumes are refused", shellTask("many-volumes", func(t *v1alpha1.Task) {
 			for i := 0; i < 17; i++ {
-				t.Spec.Volumes = append(t.Spec.Volumes, v1alpha1.Volume{Name: fmt.Sprintf("v%d", i), EmptyDir: &corev1.EmptyDirVolumeSource{}})
+				t.Spec.Volumes = append(t.Spec.Volumes, v1alpha1.Volume{Name: fmt.Sprintf("v%d", i), EmptyDir: &v1alpha1.EmptyDirVolumeSource{}})
 			}
 		}), []string{"spec.volumes", "must have at most 16 items"}},
 		{"two volumes with one name are refused", shellTask("dup-volume", func(t *v1alpha1.Task) {
-			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}, {Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}}, {Name: "v", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}}}
 		}), []string{"spec.volumes[1]", "Duplicate value"}},
 		{"a volume name that is not a DNS label is refused", shellTask("volume-name", func(t *v1alpha1.Task) {
-			t.Spec.Volumes = []v1alpha1.Volume{{Name: "My_Volume", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "My_Volume", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}}}
 		}), []string{"spec.volumes[0].name"}},
 		{"a mount of a volume that does not exist is refused", shellTask("mount-missing", func(t *v1alpha1.Task) {
 			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "nope", MountPath: "/data"}}
 		}), []string{"spec.volumeMounts must name volumes of spec.volumes"}},
 		{"a relative mountPath is refused", shellTask("mount-relative", func(t *v1alpha1.Task) {
-			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}}}
 			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "v", MountPath: "data"}}
 		}), []string{"spec.volumeMounts[0].mountPath"}},
 		{"two mounts at one mountPath are refused", shellTask("mount-twice", func(t *v1alpha1.Task) {
-			t.Spec.Volumes = []v1alpha1.Volume{{Name: "a", EmptyDir: &corev1.EmptyDirVolumeSource{}}, {Name: "b", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "a", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}}, {Name: "b", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}}}
 			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "a", MountPath: "/data"}, {Name: "b", MountPath: "/data"}}
 		}), []string{"spec.volumeMounts", "same mountPath"}},
 		{"a subPath with .. is refused", shellTask("subpath", func(t *v1alpha1.Task) {
-			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			t.Spec.Volumes = []v1alpha1.Volume{{Name: "v", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}}}
 			t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "v", MountPath: "/data", SubPath: "a/../../etc"}}
 		}), []string{"spec.volumeMounts[0].subPath", "relative path without '..'"}},
 		{"a relative workingDir is refused", shellTask("workdir", func(t *v1alpha1.Task) { t.Spec.WorkingDir = "work" }),
@@ -245,7 +272,7 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 		}), []string{"spec.imagePullSecrets[0].name"}},
 		{"more than 32 tolerations are refused", shellTask("tolerations", func(t *v1alpha1.Task) {
 			for i := 0; i < 33; i++ {
-				t.Spec.Tolerations = append(t.Spec.Tolerations, corev1.Toleration{Key: fmt.Sprintf("k%d", i), Operator: corev1.TolerationOpExists})
+				t.Spec.Tolerations = append(t.Spec.Tolerations, v1alpha1.Toleration{Key: fmt.Sprintf("k%d", i), Operator: "Exists"})
 			}
 		}), []string{"spec.tolerations", "must have at most 32 items"}},
 		{"the run context cannot be set in env", shellTask("run-context", func(t *v1alpha1.Task) {

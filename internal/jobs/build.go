@@ -257,7 +257,7 @@ func podTemplate(task *v1alpha1.Task, runID string, attempt int32, scheduled *ti
 		SecurityContext:    podSecurityContext(task.Spec.SecurityContext),
 		Containers:         []corev1.Container{c},
 		NodeSelector:       maps.Clone(task.Spec.NodeSelector),
-		Affinity:           task.Spec.Affinity.DeepCopy(),
+		Affinity:           affinity(task.Spec.Affinity),
 		PriorityClassName:  task.Spec.PriorityClassName,
 		Volumes:            volumes(task.Spec.Volumes),
 		// The pause container is PID 1, not the task's process: a PID 1
@@ -268,9 +268,7 @@ func podTemplate(task *v1alpha1.Task, runID string, attempt int32, scheduled *ti
 		ShareProcessNamespace:         ptr.To(true),
 		TerminationGracePeriodSeconds: ptr.To(TerminationGracePeriod(task)),
 	}
-	for i := range task.Spec.Tolerations {
-		spec.Tolerations = append(spec.Tolerations, *task.Spec.Tolerations[i].DeepCopy())
-	}
+	spec.Tolerations = tolerations(task.Spec.Tolerations)
 	for _, s := range task.Spec.ImagePullSecrets {
 		spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
 	}
@@ -366,21 +364,6 @@ func runContextEnv(task *v1alpha1.Task, runID string, attempt int32, scheduled *
 		env = append(env, corev1.EnvVar{Name: EnvTaskScheduledTime, Value: scheduled.UTC().Format(time.RFC3339)})
 	}
 	return env
-}
-
-// volumes converts spec.volumes (admission allows only sources the
-// restricted Pod Security Standard admits).
-func volumes(vs []v1alpha1.Volume) []corev1.Volume {
-	var out []corev1.Volume
-	for _, v := range vs {
-		out = append(out, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
-			ConfigMap:             v.ConfigMap.DeepCopy(),
-			Secret:                v.Secret.DeepCopy(),
-			EmptyDir:              v.EmptyDir.DeepCopy(),
-			PersistentVolumeClaim: v.PersistentVolumeClaim.DeepCopy(),
-		}})
-	}
-	return out
 }
 
 // volumeMounts converts spec.volumeMounts.

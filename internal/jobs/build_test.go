@@ -366,18 +366,18 @@ func TestBuildHTTPTask(t *testing.T) {
 }
 
 func TestEveryPodFieldReachesTheJob(t *testing.T) {
-	claim := corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}
+	claim := v1alpha1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}
 	task := newTask(func(t *v1alpha1.Task) {
 		t.Spec.NodeSelector = map[string]string{"pool": "batch"}
-		t.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
-		t.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+		t.Spec.Tolerations = []v1alpha1.Toleration{{Key: "dedicated", Operator: "Equal", Value: "batch", Effect: "NoSchedule"}}
+		t.Spec.Affinity = &v1alpha1.Affinity{NodeAffinity: &v1alpha1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1alpha1.NodeSelector{
+			NodeSelectorTerms: []v1alpha1.NodeSelectorTerm{{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: "In", Values: []string{"a"}}}}}}}}
 		t.Spec.PriorityClassName = "batch-low"
 		t.Spec.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: "registry"}}
 		t.Spec.Volumes = []v1alpha1.Volume{
-			{Name: "scripts", ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "scripts"}}},
-			{Name: "creds", Secret: &corev1.SecretVolumeSource{SecretName: "creds"}},
-			{Name: "scratch", EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			{Name: "scripts", ConfigMap: &v1alpha1.ConfigMapVolumeSource{Name: "scripts"}},
+			{Name: "creds", Secret: &v1alpha1.SecretVolumeSource{SecretName: "creds"}},
+			{Name: "scratch", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}},
 			{Name: "data", PersistentVolumeClaim: &claim},
 		}
 		t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "scripts", MountPath: "/scripts", ReadOnly: true}, {Name: "scratch", MountPath: "/work", SubPath: "a"}}
@@ -393,8 +393,8 @@ func TestEveryPodFieldReachesTheJob(t *testing.T) {
 		ok   bool
 	}{
 		{"nodeSelector", equality.Semantic.DeepEqual(pod.NodeSelector, task.Spec.NodeSelector)},
-		{"tolerations", equality.Semantic.DeepEqual(pod.Tolerations, task.Spec.Tolerations)},
-		{"affinity", equality.Semantic.DeepEqual(pod.Affinity, task.Spec.Affinity)},
+		{"tolerations", asJSON(t, pod.Tolerations) == asJSON(t, task.Spec.Tolerations)},
+		{"affinity", asJSON(t, pod.Affinity) == asJSON(t, task.Spec.Affinity)},
 		{"priorityClassName", pod.PriorityClassName == "batch-low"},
 		{"imagePullSecrets", len(pod.ImagePullSecrets) == 1 && pod.ImagePullSecrets[0].Name == "registry"},
 		{"volumes", len(pod.Volumes) == 4 && pod.Volumes[0].ConfigMap.Name == "scripts" && pod.Volumes[1].Secret.SecretName == "creds" &&

@@ -83,9 +83,7 @@ func BuildNotification(task *v1alpha1.Task, doc notify.Document, targets []int, 
 		// Where the Task's own pods may run, the notification may too.
 		NodeSelector: maps.Clone(task.Spec.NodeSelector),
 	}
-	for i := range task.Spec.Tolerations {
-		pod.Tolerations = append(pod.Tolerations, *task.Spec.Tolerations[i].DeepCopy())
-	}
+	pod.Tolerations = tolerations(task.Spec.Tolerations)
 	for _, s := range task.Spec.ImagePullSecrets {
 		pod.ImagePullSecrets = append(pod.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
 	}

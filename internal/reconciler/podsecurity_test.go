@@ -138,15 +138,15 @@ func TestATaskUsingEveryPodFieldPassesRestrictedWithNoWarning(t *testing.T) {
 	ns := restrictedNamespace(t)
 	task := newTask(ns, "every-field", func(t *v1alpha1.Task) {
 		t.Spec.NodeSelector = map[string]string{"pool": "batch"}
-		t.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
-		t.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
-			Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}}}
+		t.Spec.Tolerations = []v1alpha1.Toleration{{Key: "dedicated", Operator: "Equal", Value: "batch", Effect: "NoSchedule"}}
+		t.Spec.Affinity = &v1alpha1.Affinity{NodeAffinity: &v1alpha1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1alpha1.PreferredSchedulingTerm{{
+			Weight: 10, Preference: v1alpha1.NodeSelectorTerm{MatchExpressions: []v1alpha1.NodeSelectorRequirement{{Key: "zone", Operator: "In", Values: []string{"a"}}}}}}}}
 		t.Spec.ImagePullSecrets = []v1alpha1.LocalObjectReference{{Name: "registry"}}
 		t.Spec.Volumes = []v1alpha1.Volume{
-			{Name: "scripts", ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "scripts"}, DefaultMode: ptr.To[int32](0o555)}},
-			{Name: "creds", Secret: &corev1.SecretVolumeSource{SecretName: "creds"}},
-			{Name: "scratch", EmptyDir: &corev1.EmptyDirVolumeSource{}},
-			{Name: "data", PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}},
+			{Name: "scripts", ConfigMap: &v1alpha1.ConfigMapVolumeSource{Name: "scripts", DefaultMode: ptr.To[int32](0o555)}},
+			{Name: "creds", Secret: &v1alpha1.SecretVolumeSource{SecretName: "creds"}},
+			{Name: "scratch", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}},
+			{Name: "data", PersistentVolumeClaim: &v1alpha1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}},
 		}
 		t.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "scripts", MountPath: "/scripts", ReadOnly: true},
 			{Name: "creds", MountPath: "/creds", ReadOnly: true}, {Name: "scratch", MountPath: "/work"}, {Name: "data", MountPath: "/data"}}

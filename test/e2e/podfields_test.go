@@ -41,8 +41,8 @@ echo "context: name=$TASK_NAME ns=$TASK_NAMESPACE run=$TASK_RUN_ID attempt=$TASK
 	create(t, cm)
 	create(t, testutil.NewTask(ns, "from-cm", testutil.Retries(1, 1, 1, 1), testutil.Shell("/scripts/run.sh"), func(task *v1alpha1.Task) {
 		task.Spec.Volumes = []v1alpha1.Volume{
-			{Name: "scripts", ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "scripts"}, DefaultMode: ptr.To[int32](0o555)}},
-			{Name: "work", EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			{Name: "scripts", ConfigMap: &v1alpha1.ConfigMapVolumeSource{Name: "scripts", DefaultMode: ptr.To[int32](0o555)}},
+			{Name: "work", EmptyDir: &v1alpha1.EmptyDirVolumeSource{}},
 		}
 		task.Spec.VolumeMounts = []v1alpha1.VolumeMount{{Name: "scripts", MountPath: "/scripts", ReadOnly: true}, {Name: "work", MountPath: "/work"}}
 		task.Spec.WorkingDir = "/work"
