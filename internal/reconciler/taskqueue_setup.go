@@ -178,8 +178,15 @@ func (h queueToTasks) Update(ctx context.Context, e event.UpdateEvent, q workque
 			continue
 		}
 		var list v1alpha1.TaskList
-		if err := h.c.List(ctx, &list, client.InNamespace(n.Namespace), client.MatchingFields{queuedJobIndex: name}, client.UnsafeDisableDeepCopy); err != nil {
-			continue // the next admission or the Task's own next pass finds it
+		err := h.c.List(ctx, &list, client.InNamespace(n.Namespace), client.MatchingFields{queuedJobIndex: name}, client.UnsafeDisableDeepCopy)
+		if err != nil || len(list.Items) == 0 {
+			// The queue admitted from a Task this cache does not show
+			// waiting for that name yet (its status write is still on
+			// its way): without the speed shortcuts' wake-up nothing
+			// else would take that Task again, so take every Task of
+			// the queue (a rare, bounded cost).
+			h.all(ctx, n, q)
+			return
 		}
 		for i := range list.Items {
 			addAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
