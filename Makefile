@@ -7,7 +7,7 @@ LOCALBIN := $(CURDIR)/bin
 
 # The release version: the image tag, and the tag of the runner image the
 # manager defaults to (internal/version). Override to cut a release.
-VERSION ?= $(shell sed -n 's/^var Version = "\(.*\)"/\1/p' internal/version/version.go)
+VERSION ?= $(shell sed -n 's/^const Release = "\(.*\)"/\1/p' internal/version/version.go)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/taskops/task-operator/internal/version.Version=$(VERSION)
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
@@ -27,8 +27,9 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go markers, and the chart's templates made from them.
 	$(CONTROLLER_GEN) $(call GEN_CRD,$(CRD_DIR)) $(call GEN_RBAC,$(RBAC_DIR)) paths="./..."
+	go run ./hack/release chart
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
@@ -195,6 +196,32 @@ image: ## Build the release image without a container engine: bin/image/task-ope
 	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/linux/task-runner ./cmd/task-runner
 	go run ./hack/image operator -manager $(LOCALBIN)/linux/manager -runner $(LOCALBIN)/linux/task-runner \
 	  -version $(VERSION) -revision "$(REVISION)" -out $(IMAGE_ARCHIVE)
+
+DIST ?= dist
+RELEASE_PLATFORMS := linux_amd64 linux_arm64
+PLUGIN_PLATFORMS := linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
+
+.PHONY: release
+release: ## Write the release into dist/: install.yaml, crds.yaml, the multi-platform image archive, plugin archives, krew manifest, SBOMs, checksums (docs/releasing.md).
+	rm -rf $(DIST) && mkdir -p $(DIST)/bin
+	for p in $(RELEASE_PLATFORMS); do \
+	  for b in manager task-runner; do \
+	    CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} go build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/bin/$$p/$$b ./cmd/$$b; \
+	  done; \
+	done
+	for p in $(PLUGIN_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} go build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/bin/kubectl-task_$$p/kubectl-task ./cmd/kubectl-task; \
+	done
+	go run ./hack/image operator -arch amd64,arm64 -bin-dir $(DIST)/bin -version $(VERSION) -revision "$(REVISION)" -out $(DIST)/task-operator-image.tar >/dev/null
+	go run ./hack/release -version $(VERSION) -bin-dir $(DIST)/bin -out $(DIST)
+	cat $(DIST)/checksums.txt
+
+.PHONY: release-reproducible
+release-reproducible: ## Build the release twice, the second time with an empty build cache, and fail unless every artifact is the same bytes.
+	$(MAKE) release DIST=$(DIST)
+	cp $(DIST)/checksums.txt $(LOCALBIN)/release-checksums-1.txt
+	GOCACHE=$$(mktemp -d) $(MAKE) release DIST=$(DIST)
+	diff $(LOCALBIN)/release-checksums-1.txt $(DIST)/checksums.txt && echo "release: two builds, the same bytes"
 
 .PHONY: image-push
 image-push: ## Push bin/image/task-operator.tar to IMG (credentials from ~/.docker/config.json).

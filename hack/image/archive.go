@@ -86,8 +86,8 @@ func layerTar(entries []entry) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// build turns a definition into an OCI image.
-func build(def imageDef) (v1.Image, error) {
+// build turns a definition into an OCI image for linux/arch.
+func build(def imageDef, arch string) (v1.Image, error) {
 	layerBytes, err := layerTar(def.Entries)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func build(def imageDef) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = runtime.GOARCH, "linux"
+	cf.Architecture, cf.OS = arch, "linux"
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config = v1.Config{
 		Entrypoint: def.Entrypoint,
@@ -133,7 +133,7 @@ func writeArchive(def imageDef, ref, out string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("image name %q: %w", ref, err)
 	}
-	img, err := build(def)
+	img, err := build(def, runtime.GOARCH)
 	if err != nil {
 		return "", err
 	}
@@ -158,6 +158,55 @@ func writeArchive(def imageDef, ref, out string) (string, error) {
 			// The OCI image layout's own name: the tag alone.
 			"org.opencontainers.image.ref.name": tag.TagStr(),
 		})); err != nil {
+		return "", err
+	}
+	if err := tarDir(dir, out); err != nil {
+		return "", err
+	}
+	return digest.String(), nil
+}
+
+// platformImage is the image of one architecture in a multi-platform
+// archive.
+type platformImage struct {
+	Arch string
+	Def  imageDef
+}
+
+// writeIndexArchive writes one image index holding an image per
+// architecture, as an OCI image archive (the release's multi-platform
+// image). It returns the index digest.
+func writeIndexArchive(images []platformImage, ref, out string) (string, error) {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return "", fmt.Errorf("image name %q: %w", ref, err)
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, pi := range images {
+		img, err := build(pi.Def, pi.Arch)
+		if err != nil {
+			return "", err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: pi.Arch}}})
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(out), ".layout-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return "", err
+	}
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name":          tag.String(),
+		"org.opencontainers.image.ref.name": tag.TagStr(),
+	})); err != nil {
 		return "", err
 	}
 	if err := tarDir(dir, out); err != nil {
@@ -250,6 +299,18 @@ func push(archive, ref string) error {
 	}
 	if len(m.Manifests) != 1 {
 		return fmt.Errorf("%s holds %d images, want 1", archive, len(m.Manifests))
+	}
+	if m.Manifests[0].MediaType.IsIndex() {
+		multi, err := idx.ImageIndex(m.Manifests[0].Digest)
+		if err != nil {
+			return err
+		}
+		if err := remote.WriteIndex(dst, multi, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "image: pushed %s (multi-platform)\n", dst)
+		fmt.Println(m.Manifests[0].Digest.String())
+		return nil
 	}
 	img, err := idx.Image(m.Manifests[0].Digest)
 	if err != nil {

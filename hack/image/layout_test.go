@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -173,5 +174,73 @@ func untarMap(t *testing.T, b []byte) map[string][]byte {
 		}
 		data, _ := io.ReadAll(tr)
 		out[h.Name] = data
+	}
+}
+
+func TestTheMultiPlatformArchiveIsOneIndexOfAnImagePerArchitecture(t *testing.T) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, []byte("not a real bundle\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := operatorInputs{Manager: staticBinary(t, dir, "manager"), Runner: staticBinary(t, dir, "runner"), CABundle: ca, Version: "v9.9.9"}
+	def, err := operatorImage(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archives [][]byte
+	for i := range 2 {
+		out := filepath.Join(dir, fmt.Sprintf("multi%d.tar", i))
+		if _, err := writeIndexArchive([]platformImage{{"amd64", def}, {"arm64", def}}, "ghcr.io/taskops/task-operator:v9.9.9", out); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(out)
+		archives = append(archives, b)
+	}
+	if !bytes.Equal(archives[0], archives[1]) {
+		t.Error("two builds of the multi-platform archive differ")
+	}
+	files := untarMap(t, archives[0])
+	type descriptor struct {
+		MediaType   string            `json:"mediaType"`
+		Digest      string            `json:"digest"`
+		Annotations map[string]string `json:"annotations"`
+		Platform    *struct {
+			OS           string `json:"os"`
+			Architecture string `json:"architecture"`
+		} `json:"platform"`
+	}
+	var top, nested struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	if err := json.Unmarshal(files["index.json"], &top); err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Manifests) != 1 || top.Manifests[0].MediaType != "application/vnd.oci.image.index.v1+json" ||
+		top.Manifests[0].Annotations["io.containerd.image.name"] != "ghcr.io/taskops/task-operator:v9.9.9" {
+		t.Fatalf("index.json %s", files["index.json"])
+	}
+	blob := "blobs/sha256/" + strings.TrimPrefix(top.Manifests[0].Digest, "sha256:")
+	if err := json.Unmarshal(files[blob], &nested); err != nil {
+		t.Fatal(err)
+	}
+	var arches []string
+	for _, m := range nested.Manifests {
+		if m.Platform == nil || m.Platform.OS != "linux" {
+			t.Fatalf("image index %s", files[blob])
+		}
+		arches = append(arches, m.Platform.Architecture)
+		var manifest struct {
+			Config struct{ Digest string } `json:"config"`
+		}
+		_ = json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(m.Digest, "sha256:")], &manifest)
+		var config struct{ Architecture string }
+		_ = json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(manifest.Config.Digest, "sha256:")], &config)
+		if config.Architecture != m.Platform.Architecture {
+			t.Errorf("the %s image's config says %q", m.Platform.Architecture, config.Architecture)
+		}
+	}
+	if strings.Join(arches, ",") != "amd64,arm64" {
+		t.Errorf("architectures %v, want amd64 and arm64", arches)
 	}
 }

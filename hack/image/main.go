@@ -3,6 +3,7 @@
 // on this machine, written with github.com/google/go-containerregistry.
 //
 //	go run ./hack/image operator -manager bin/linux/manager -runner bin/linux/task-runner -version v0.1.0 -out bin/image/task-operator.tar
+//	go run ./hack/image operator -arch amd64,arm64 -bin-dir dist/bin -version v0.2.0 -out dist/task-operator-image.tar
 //	go run ./hack/image busybox  -busybox /bin/busybox -out bin/image/busybox.tar
 //	go run ./hack/image pause    -pause bin/image/pause -out bin/image/pause.tar
 //	go run ./hack/image push     -archive bin/image/task-operator.tar -image registry.example.com/task-operator:v0.1.0
@@ -47,8 +48,35 @@ func run(args []string) error {
 		version := fs.String("version", "", "the release version: the image's tag and version label")
 		repo := fs.String("repository", "ghcr.io/taskops/task-operator", "the image repository")
 		revision := fs.String("revision", "", "the source revision label (git commit), optional")
+		binDir := fs.String("bin-dir", "", "multi-platform: a folder holding linux_<arch>/manager and linux_<arch>/task-runner for each of -arch (instead of -manager and -runner)")
+		arches := fs.String("arch", "", "multi-platform: the architectures, comma-separated (amd64,arm64); the archive holds one image index")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		if *arches != "" {
+			if *binDir == "" || *version == "" || *out == "" {
+				return errors.New("operator -arch needs -bin-dir, -version and -out")
+			}
+			var images []platformImage
+			for _, arch := range strings.Split(*arches, ",") {
+				dir := filepath.Join(*binDir, "linux_"+arch)
+				def, err := operatorImage(operatorInputs{Manager: filepath.Join(dir, "manager"), Runner: filepath.Join(dir, "task-runner"),
+					CABundle: *caBundle, Version: *version, Revision: *revision})
+				if err != nil {
+					return err
+				}
+				images = append(images, platformImage{Arch: arch, Def: def})
+			}
+			if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+				return err
+			}
+			digest, err := writeIndexArchive(images, *repo+":"+*version, *out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "image: wrote %s (%s, %s)\n", *out, *repo+":"+*version, *arches)
+			fmt.Println(digest)
+			return nil
 		}
 		if *manager == "" || *runner == "" || *version == "" || *out == "" {
 			return errors.New("operator needs -manager, -runner, -version and -out")

@@ -203,6 +203,7 @@ Exit codes:
 		a.logsCommand(),
 		a.historyCommand(),
 		a.queueCommand(),
+		a.versionCommand(),
 	)
 	return root
 }

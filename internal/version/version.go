@@ -2,16 +2,29 @@
 // chooses for pods (the http runner) are pinned to it, never `:latest`, so a
 // cluster that cannot reach a registry runs the image it already has.
 //
-// `make build` and `make image` set it from the Makefile's VERSION with
+// Version is right however the binary was built:
 //
-//	-ldflags "-X github.com/taskops/task-operator/internal/version.Version=vX.Y.Z"
-//
-// A plain `go build` keeps the default below, which is the version the
-// repository is at.
+//   - `make build`, `make image` and `make release` set it with
+//     -ldflags "-X github.com/taskops/task-operator/internal/version.Version=vX.Y.Z";
+//   - `go install github.com/taskops/task-operator/cmd/kubectl-task@vX.Y.Z`
+//     records the module version vX.Y.Z in the binary, which init reads;
+//   - any other build (a plain `go build` in a checkout, whose module
+//     version is a pseudo-version naming no image) is Release, the version
+//     this source tree is.
 package version
 
-// Version is the release version, a Docker tag (no leading "v" stripped).
-var Version = "v0.1.0"
+import (
+	"regexp"
+	"runtime/debug"
+)
+
+// Release is the version this source tree is. A release changes it, and
+// config/manager's image tag and the chart's versions with it (tests keep
+// them equal; docs/releasing.md).
+const Release = "v0.1.0"
+
+// Version is the version of this build, a Docker tag of the release image.
+var Version = ""
 
 // Repository is the image repository of the release image, which holds both
 // /manager and /task-runner.
@@ -19,3 +32,26 @@ const Repository = "ghcr.io/taskops/task-operator"
 
 // Image is the release image of this build: Repository:Version.
 func Image() string { return Repository + ":" + Version }
+
+// releaseVersion matches a release's semantic version and refuses Go's
+// pseudo-versions (v0.0.0-20261202073948-5384f57ab0c1) and +dirty builds,
+// for which no image exists.
+var (
+	releaseVersion = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?$`)
+	pseudoVersion  = regexp.MustCompile(`\d{14}-[0-9a-f]{12}$`)
+)
+
+func init() {
+	if Version == "" {
+		Version = fromBuild()
+	}
+}
+
+func fromBuild() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; releaseVersion.MatchString(v) && !pseudoVersion.MatchString(v) {
+			return v
+		}
+	}
+	return Release
+}

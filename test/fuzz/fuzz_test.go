@@ -1,7 +1,7 @@
 // Package fuzz_test sends hostile and malformed Tasks through a real API
 // server (envtest, with the generated CRD and its CEL rules), the operator's
 // schedule parser, the Job API and the hand-driven reconciler, and checks
-// the contract (docs: /work/shared/spec/task-api.md): every invalid spec is
+// the contract (docs/api.md): every invalid spec is
 // refused with a field path or reported as InvalidSpec / InvalidSchedule,
 // no valid spec is refused, and nothing panics. See README.md.
 package fuzz_test
