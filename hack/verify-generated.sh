@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the CRD, RBAC and deepcopy code into a scratch folder and fails
+# Regenerates the CRD, RBAC, deepcopy code and the chart's generated
+# templates into a scratch folder and fails
 # when the committed files differ, so nothing generated is edited by hand or
 # left stale.
 set -euo pipefail
@@ -9,7 +10,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$cg" crd output:crd:artifacts:config="$tmp/crd" rbac:roleName=task-operator-manager output:rbac:artifacts:config="$tmp/rbac" paths="./..."
 "$cg" object:headerFile="hack/boilerplate.go.txt" output:object:dir="$tmp/object" paths="./api/..."
+go run ./hack/release chart "$tmp/chart"
 stale=0
+for f in "$tmp"/chart/*; do
+  diff "$f" "charts/task-operator/templates/$(basename "$f")" || stale=1
+done
 diff -r "$tmp/crd" config/crd/bases || stale=1
 diff "$tmp/rbac/role.yaml" config/rbac/role.yaml || stale=1
 diff "$tmp/object/zz_generated.deepcopy.go" api/v1alpha1/zz_generated.deepcopy.go || stale=1

@@ -1,0 +1,290 @@
+// Package chart tests the Helm chart (charts/task-operator) with Helm's own
+// library: it lints, and its default render is install.yaml's objects
+// (kustomize build config/default) apart from Helm's labels, so the two
+// install paths cannot drift.
+package chart
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/taskops/task-operator/internal/version"
+)
+
+const (
+	chartDir  = "../../charts/task-operator"
+	namespace = "task-operator-system"
+)
+
+func load(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// render renders the chart as `helm template <release> -n
+// task-operator-system --set ...` would, and returns its objects by
+// kind/namespace/name.
+func render(t *testing.T, release string, values map[string]any) map[string]*unstructured.Unstructured {
+	t.Helper()
+	c := load(t)
+	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(c, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]*unstructured.Unstructured{}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		for _, o := range parse(t, name, files[name]) {
+			// Helm sets the release namespace on namespaced objects
+			// that name none.
+			if o.GetNamespace() == "" && namespaced(o.GetKind()) {
+				o.SetNamespace(namespace)
+			}
+			objs[key(o)] = o
+		}
+	}
+	return objs
+}
+
+func namespaced(kind string) bool {
+	switch kind {
+	case "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace":
+		return false
+	}
+	return true
+}
+
+func parse(t *testing.T, name, text string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split(text, "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, doc)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out
+}
+
+func key(o *unstructured.Unstructured) string {
+	return o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+func kustomizeDefault(t *testing.T) map[string]*unstructured.Unstructured {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	m, err := k.Run(filesys.MakeFsOnDisk(), "../../config/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]*unstructured.Unstructured{}
+	for _, o := range parse(t, "kustomize build config/default", string(raw)) {
+		objs[key(o)] = o
+	}
+	return objs
+}
+
+// helmOnly are the labels and annotations the chart adds to what
+// install.yaml has.
+var helmOnly = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "helm.sh/resource-policy"}
+
+func withoutHelm(o *unstructured.Unstructured) map[string]any {
+	o = o.DeepCopy()
+	labels, annotations := o.GetLabels(), o.GetAnnotations()
+	for _, k := range helmOnly {
+		delete(labels, k)
+		delete(annotations, k)
+	}
+	o.SetLabels(labels)
+	o.SetAnnotations(annotations)
+	return o.Object
+}
+
+func TestTheChartsDefaultsRenderInstallYamlsObjects(t *testing.T) {
+	chartObjs := render(t, "task-operator", nil)
+	want := kustomizeDefault(t)
+	for k, w := range want {
+		if w.GetKind() == "Namespace" {
+			// Helm installs into an existing namespace (or one
+			// --create-namespace makes); docs/install.md labels it.
+			continue
+		}
+		got, ok := chartObjs[k]
+		if !ok {
+			t.Errorf("the chart does not render %s", k)
+			continue
+		}
+		if d := cmp.Diff(withoutHelm(w), withoutHelm(got)); d != "" {
+			t.Errorf("%s differs from install.yaml's (-install.yaml +chart):\n%s", k, d)
+		}
+	}
+	for k := range chartObjs {
+		if _, ok := want[k]; !ok {
+			t.Errorf("the chart's defaults render %s, which install.yaml does not have", k)
+		}
+	}
+}
+
+func TestTheChartLints(t *testing.T) {
+	linter := lint.All(chartDir, nil, namespace, true)
+	for _, m := range linter.Messages {
+		if m.Severity >= support.WarningSev {
+			t.Errorf("helm lint: %s", m)
+		} else {
+			t.Logf("helm lint: %s", m)
+		}
+	}
+}
+
+func TestTheChartIsTheReleaseVersion(t *testing.T) {
+	for k, o := range kustomizeDefault(t) {
+		if o.GetKind() == "CustomResourceDefinition" && o.GetLabels()["app.kubernetes.io/version"] != version.Release {
+			t.Errorf("%s is labelled version %q, want %s (config/crd/kustomization.yaml)", k, o.GetLabels()["app.kubernetes.io/version"], version.Release)
+		}
+	}
+	c := load(t)
+	if c.Metadata.AppVersion != version.Release || "v"+c.Metadata.Version != version.Release {
+		t.Errorf("Chart.yaml has version %s and appVersion %s; the release is %s (internal/version)", c.Metadata.Version, c.Metadata.AppVersion, version.Release)
+	}
+}
+
+func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
+	objs := render(t, "ops", map[string]any{
+		"replicas":            2,
+		"extraArgs":           []any{"--max-concurrent-reconciles=64"},
+		"nodeSelector":        map[string]any{"pool": "system"},
+		"priorityClassName":   "system-cluster-critical",
+		"podDisruptionBudget": map[string]any{"enabled": true},
+		"crds":                map[string]any{"keep": false},
+		"image":               map[string]any{"repository": "registry.example.com/task-operator", "tag": "v9.9.9"},
+		"metrics":             map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}}},
+		"prometheusRule":      map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
+	})
+	kinds := map[string]int{}
+	names := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		names[o.GetKind()+"/"+o.GetName()] = true
+		if n := o.GetName(); o.GetKind() != "CustomResourceDefinition" && !strings.HasPrefix(n, "ops-task-operator") {
+			t.Errorf("%s is not named for the release", key(o))
+		}
+		if _, kept := o.GetAnnotations()["helm.sh/resource-policy"]; kept {
+			t.Errorf("%s keeps the resource policy with crds.keep=false", key(o))
+		}
+	}
+	// Every binding names a role and a ServiceAccount the chart renders.
+	for _, o := range objs {
+		if !strings.HasSuffix(o.GetKind(), "Binding") {
+			continue
+		}
+		ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+		kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+		if !names[kind+"/"+ref] {
+			t.Errorf("%s binds %s %s, which the chart does not render", key(o), kind, ref)
+		}
+		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		for _, s := range subjects {
+			sa := s.(map[string]any)
+			if !names["ServiceAccount/"+sa["name"].(string)] || sa["namespace"] != namespace {
+				t.Errorf("%s binds %v, which the chart does not render", key(o), sa)
+			}
+		}
+	}
+	deploy := objs["Deployment/"+namespace+"/ops-task-operator-controller-manager"]
+	if deploy == nil {
+		t.Fatalf("no Deployment; rendered %v", slices.Sorted(maps.Keys(objs)))
+	}
+	replicas, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas")
+	sa, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "serviceAccountName")
+	pc, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "priorityClassName")
+	ns, _, _ := unstructured.NestedStringMap(deploy.Object, "spec", "template", "spec", "nodeSelector")
+	containers, _, _ := unstructured.NestedSlice(deploy.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	args := strings.Join(toStrings(c["args"]), " ")
+	env := c["env"].([]any)
+	runner := env[1].(map[string]any)["value"]
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"replicas", fmt.Sprint(replicas) == "2"},
+		{"serviceAccountName", names["ServiceAccount/"+sa]},
+		{"priorityClassName", pc == "system-cluster-critical"},
+		{"nodeSelector", ns["pool"] == "system"},
+		{"image", c["image"] == "registry.example.com/task-operator:v9.9.9" && runner == c["image"]},
+		{"extraArgs", strings.Contains(args, "--max-concurrent-reconciles=64") && strings.Contains(args, "--leader-elect")},
+		{"podDisruptionBudget", kinds["PodDisruptionBudget"] == 1},
+		{"crds", kinds["CustomResourceDefinition"] == 2},
+	}
+	for _, ck := range checks {
+		if !ck.ok {
+			t.Errorf("value %s did not reach the objects", ck.what)
+		}
+	}
+	sm := objs["ServiceMonitor/"+namespace+"/ops-task-operator-controller-manager-metrics"]
+	if sm == nil || sm.GetLabels()["release"] != "kps" {
+		t.Fatalf("no ServiceMonitor with the release label: %v", sm)
+	}
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if honor := endpoints[0].(map[string]any)["honorLabels"]; honor != true {
+		t.Error("the ServiceMonitor must honor the Tasks' namespace label (honorLabels: true)")
+	}
+	rule := objs["PrometheusRule/"+namespace+"/ops-task-operator"]
+	if rule == nil || rule.GetLabels()["release"] != "kps" {
+		t.Fatalf("no PrometheusRule with the release label; rendered %v", slices.Sorted(maps.Keys(objs)))
+	}
+	raw, _ := yaml.Marshal(rule.Object)
+	if !strings.Contains(string(raw), "{{ $labels.namespace }}") {
+		t.Errorf("the rules' own templates must reach Prometheus as written:\n%s", raw)
+	}
+
+	none := render(t, "task-operator", map[string]any{"crds": map[string]any{"install": false}})
+	for k := range none {
+		if strings.HasPrefix(k, "CustomResourceDefinition/") {
+			t.Errorf("crds.install=false still renders %s", k)
+		}
+	}
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, s := range v.([]any) {
+		out = append(out, s.(string))
+	}
+	sort.Strings(out)
+	return out
+}
