@@ -194,7 +194,7 @@ func run(o options) error {
 	if err := r.SetupWithManager(ctx, mgr, opts); err != nil {
 		return fmt.Errorf("setting up the Task controller: %w", err)
 	}
-	metrics.Register(mgr.GetCache())
+	metrics.Register(mgr.GetCache(), mgr.Elected())
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 func main() {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
-		for _, c := range metrics.Collectors(nil) {
+		for _, c := range metrics.Collectors(nil, nil) {
 			c.Describe(ch)
 		}
 		close(ch)

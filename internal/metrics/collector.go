@@ -20,15 +20,24 @@ import (
 // kilobyte each, measured at 5000 Tasks), and a deleted Task's series go
 // with it. The lists share the cache's objects (UnsafeDisableDeepCopy):
 // read, never changed.
+//
+// Only the replica that leads exports them: a standby's scrape would
+// otherwise start a Task informer of its own and export the same series,
+// so every sum over replicas counted twice and an alert fired once per
+// replica. A standby exports taskoperator_leader 0 and nothing read from
+// the cache.
 type cacheCollector struct {
 	reader client.Reader
+	// elected is closed once this replica leads (the manager's Elected()).
+	elected <-chan struct{}
 	// schedules caches parsed schedules by expression and time zone: a
 	// cluster has many Tasks and few distinct schedules.
 	schedules sync.Map
 }
 
 var (
-	tasksDesc = prometheus.NewDesc(namespace+"_tasks", "Tasks by phase.", []string{"phase"}, nil)
+	leaderDesc = prometheus.NewDesc(namespace+"_leader", "1 on the replica that leads and exports the per-Task and per-queue gauges, 0 on a standby.", nil, nil)
+	tasksDesc  = prometheus.NewDesc(namespace+"_tasks", "Tasks by phase.", []string{"phase"}, nil)
 
 	// Per Task (namespace, task). A series whose value the Task does not
 	// have (no run ended yet, no success yet, a one-shot Task's next slot)
@@ -55,13 +64,20 @@ var (
 )
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, taskLastRunSuccess, taskLastSuccess, taskConsecutiveFailures, taskNextSchedule,
+	for _, d := range []*prometheus.Desc{leaderDesc, tasksDesc, taskLastRunSuccess, taskLastSuccess, taskConsecutiveFailures, taskNextSchedule,
 		taskSchedulePeriod, queueMaxDesc, queueRunningDesc, queueQueuedDesc, queueOldestDesc} {
 		ch <- d
 	}
 }
 
 func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	select {
+	case <-c.elected:
+		ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, 1)
+	default:
+		ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, 0)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var tasks v1alpha1.TaskList

@@ -66,17 +66,19 @@ var (
 )
 
 // Collectors are the operator's own metrics; reader (the manager's cache)
-// serves the gauges computed at scrape time (collector.go).
-func Collectors(reader client.Reader) []prometheus.Collector {
+// serves the gauges computed at scrape time (collector.go), and only once
+// elected is closed (the manager's Elected(): this replica leads, or
+// leader election is off).
+func Collectors(reader client.Reader, elected <-chan struct{}) []prometheus.Collector {
 	cs := []prometheus.Collector{RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled, QueuedSlotsMissed,
-		NotificationsTotal, &cacheCollector{reader: reader}}
+		NotificationsTotal, &cacheCollector{reader: reader, elected: elected}}
 	return cs
 }
 
-// Register adds the metrics to controller-runtime's registry; reader (the
-// manager's cache) serves the gauges computed at scrape time.
-func Register(reader client.Reader) {
-	ctrlmetrics.Registry.MustRegister(Collectors(reader)...)
+// Register adds the metrics to controller-runtime's registry (see
+// Collectors).
+func Register(reader client.Reader, elected <-chan struct{}) {
+	ctrlmetrics.Registry.MustRegister(Collectors(reader, elected)...)
 }
 
 // RunFinished records a run that finished.

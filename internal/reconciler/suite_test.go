@@ -84,7 +84,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	metrics.Register(mgr.GetCache())
+	metrics.Register(mgr.GetCache(), mgr.Elected())
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
