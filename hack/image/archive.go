@@ -129,10 +129,6 @@ func build(def imageDef, arch string) (v1.Image, error) {
 // image layout, tarred the same way as the layer. It returns the manifest
 // digest.
 func writeArchive(def imageDef, ref, out string) (string, error) {
-	tag, err := name.NewTag(ref, name.StrictValidation)
-	if err != nil {
-		return "", fmt.Errorf("image name %q: %w", ref, err)
-	}
 	img, err := build(def, runtime.GOARCH)
 	if err != nil {
 		return "", err
@@ -141,29 +137,9 @@ func writeArchive(def imageDef, ref, out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp(filepath.Dir(out), ".layout-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		return "", err
-	}
-	if err := p.AppendImage(img,
-		layout.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}),
-		layout.WithAnnotations(map[string]string{
-			// containerd's `ctr images import` names the image from this.
-			"io.containerd.image.name": tag.String(),
-			// The OCI image layout's own name: the tag alone.
-			"org.opencontainers.image.ref.name": tag.TagStr(),
-		})); err != nil {
-		return "", err
-	}
-	if err := tarDir(dir, out); err != nil {
-		return "", err
-	}
-	return digest.String(), nil
+	return digest.String(), writeLayout(ref, out, func(p layout.Path, named layout.Option) error {
+		return p.AppendImage(img, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}), named)
+	})
 }
 
 // platformImage is the image of one architecture in a multi-platform
@@ -177,10 +153,6 @@ type platformImage struct {
 // architecture, as an OCI image archive (the release's multi-platform
 // image). It returns the index digest.
 func writeIndexArchive(images []platformImage, ref, out string) (string, error) {
-	tag, err := name.NewTag(ref, name.StrictValidation)
-	if err != nil {
-		return "", fmt.Errorf("image name %q: %w", ref, err)
-	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, pi := range images {
 		img, err := build(pi.Def, pi.Arch)
@@ -194,25 +166,37 @@ func writeIndexArchive(images []platformImage, ref, out string) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	return digest.String(), writeLayout(ref, out, func(p layout.Path, named layout.Option) error {
+		return p.AppendIndex(idx, named)
+	})
+}
+
+// writeLayout writes an OCI image layout that add fills, naming what add
+// appends ref, and tars it into out.
+func writeLayout(ref, out string, add func(p layout.Path, named layout.Option) error) error {
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("image name %q: %w", ref, err)
+	}
 	dir, err := os.MkdirTemp(filepath.Dir(out), ".layout-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return "", err
+		return err
 	}
-	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
-		"io.containerd.image.name":          tag.String(),
+	named := layout.WithAnnotations(map[string]string{
+		// containerd's `ctr images import` names the image from this.
+		"io.containerd.image.name": tag.String(),
+		// The OCI image layout's own name: the tag alone.
 		"org.opencontainers.image.ref.name": tag.TagStr(),
-	})); err != nil {
-		return "", err
+	})
+	if err := add(p, named); err != nil {
+		return err
 	}
-	if err := tarDir(dir, out); err != nil {
-		return "", err
-	}
-	return digest.String(), nil
+	return tarDir(dir, out)
 }
 
 // tarDir writes the files under dir into the tar out, deterministically.

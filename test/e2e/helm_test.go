@@ -1,0 +1,160 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/internal/version"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// The path a platform team takes with Helm: `helm install` of
+// charts/task-operator (through Helm's own Go library) into a namespace
+// they made restricted, with the release image on the real node. The
+// operator becomes Available, a shell Task and an http Task succeed, and
+// `helm uninstall` removes the operator and its RBAC but keeps the CRDs
+// (helm.sh/resource-policy: keep), as docs/install.md says. The CRDs the
+// suite installed are adopted by the release first, as a cluster moving to
+// Helm does (Helm refuses objects it does not own). As in the kustomize
+// test, the only change is KUBERNETES_SERVICE_HOST/PORT (extraEnv): there
+// is no kube-proxy here.
+//
+// Not parallel: the operator process of TestMain is stopped meanwhile.
+func TestTheHelmChartInstallsRunsTasksAndUninstallsKeepingTheCRDs(t *testing.T) {
+	requireRealNode(t)
+	state, err := env.cluster.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := []string{"tasks.batch.taskops.io", "taskqueues.batch.taskops.io"}
+	waitNamespaceGone(t, deployNamespace)
+	kubectl(t, 30*time.Second, "create", "namespace", deployNamespace)
+	kubectl(t, 30*time.Second, "label", "namespace", deployNamespace, "pod-security.kubernetes.io/enforce=restricted")
+	for _, crd := range crds {
+		kubectl(t, 30*time.Second, "label", "crd", crd, "app.kubernetes.io/managed-by=Helm", "--overwrite")
+		kubectl(t, 30*time.Second, "annotate", "crd", crd, "meta.helm.sh/release-name=task-operator", "meta.helm.sh/release-namespace="+deployNamespace, "--overwrite")
+	}
+
+	must(t, env.op.Stop())
+	helm := helmConfig(t)
+	uninstalled := false
+	t.Cleanup(func() {
+		if !uninstalled {
+			_, _ = action.NewUninstall(helm).Run("task-operator")
+		}
+		undeploy(t)
+		for _, crd := range crds {
+			_, _ = env.runKubectl(context.Background(), "annotate", "crd", crd, "meta.helm.sh/release-name-", "meta.helm.sh/release-namespace-")
+		}
+		if _, err := env.op.Start(); err != nil {
+			t.Errorf("restarting the operator process: %v", err)
+		}
+	})
+
+	chrt, err := loader.Load(filepath.Join(env.ws.Root, "charts", "task-operator"))
+	must(t, err)
+	install := action.NewInstall(helm)
+	install.ReleaseName, install.Namespace = "task-operator", deployNamespace
+	install.Wait, install.Timeout = true, 150*time.Second
+	start := time.Now()
+	rel, err := install.Run(chrt, map[string]any{
+		"extraEnv": []any{
+			map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": state["BRIDGE_IP"]},
+			map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": state["APISERVER_PORT"]},
+		},
+	})
+	if err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	t.Logf("helm install: release %s revision %d %s, Available %s after the install", rel.Name, rel.Version, rel.Info.Status, harness.Secs(time.Since(start)))
+	pods := managerPods(t)
+	if len(pods) != 1 || pods[0].Spec.Containers[0].Image != version.Image() {
+		t.Fatalf("manager pods %v, want one running %s", harness.PodPhases(pods), version.Image())
+	}
+
+	ns := makeNamespace(t, "e2e-helm")
+	srv := serveOnBridge(t)
+	create(t, testutil.NewTask(ns, "shell", testutil.Shell(`echo "run by the Helm release"`)))
+	create(t, testutil.NewTask(ns, "http", testutil.HTTP(srv.url+"/deploy?task=http")))
+	kubectlWait(t, ns, "condition=Ready", "task/shell", 90*time.Second)
+	kubectlWait(t, ns, "condition=Ready", "task/http", 90*time.Second)
+	if logs := kubectlTask(t, 30*time.Second, "logs", "shell", "-n", ns); !strings.Contains(logs, "run by the Helm release") {
+		t.Errorf("kubectl task logs shell: %q", logs)
+	}
+	// Tasks before the operator (docs/install.md, "Remove").
+	kubectl(t, 90*time.Second, "delete", "tasks", "--all", "-n", ns, "--wait", "--timeout=80s")
+
+	uninstall := action.NewUninstall(helm)
+	uninstall.Wait, uninstall.Timeout = true, 90*time.Second
+	res, err := uninstall.Run("task-operator")
+	if err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	uninstalled = true
+	t.Logf("helm uninstall: %s", strings.TrimSpace(res.Info))
+	ctx := ctxFor(t, 30*time.Second)
+	gone := []client.Object{
+		&appsv1.Deployment{}, &corev1.ServiceAccount{}, &corev1.Service{},
+	}
+	names := []string{"task-operator-controller-manager", "task-operator-controller-manager", "task-operator-controller-manager-metrics"}
+	for i, o := range gone {
+		if err := env.c.Get(ctx, client.ObjectKey{Namespace: deployNamespace, Name: names[i]}, o); !apierrors.IsNotFound(err) {
+			t.Errorf("after helm uninstall, %T %s: %v (want NotFound)", o, names[i], err)
+		}
+	}
+	for _, name := range []string{"task-operator-manager", "task-operator-task-viewer", "task-operator-task-editor", "task-operator-taskqueue-admin"} {
+		if err := env.c.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
+			t.Errorf("after helm uninstall, ClusterRole %s: %v (want NotFound)", name, err)
+		}
+	}
+	for _, crd := range crds {
+		if out, err := env.runKubectl(ctx, "get", "crd", crd, "-o", "name"); err != nil {
+			t.Errorf("helm uninstall removed the CRD %s (it must keep it): %v\n%s", crd, err, out)
+		}
+	}
+}
+
+// helmConfig is Helm's action configuration for the local cluster, its
+// releases stored as Secrets in the operator's namespace.
+func helmConfig(t *testing.T) *action.Configuration {
+	t.Helper()
+	flags := genericclioptions.NewConfigFlags(false)
+	kubeconfig, ns := env.cluster.Kubeconfig, deployNamespace
+	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
+	cfg := new(action.Configuration)
+	must(t, cfg.Init(flags, deployNamespace, "secret", func(format string, v ...any) { t.Logf("helm: "+format, v...) }))
+	return cfg
+}
+
+// waitNamespaceGone waits until a namespace an earlier test deleted is
+// gone, so it can be made again.
+func waitNamespaceGone(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, 120*time.Second, fmt.Sprintf("namespace %s to be gone", name), func(ctx context.Context) (bool, string) {
+		var ns corev1.Namespace
+		err := env.c.Get(ctx, client.ObjectKey{Name: name}, &ns)
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, fmt.Sprintf("phase %s", ns.Status.Phase)
+	})
+}
