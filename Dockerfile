@@ -14,7 +14,7 @@
 # non-root user 65532, its home and /tmp. Time zones are embedded in /manager
 # (internal/scheduler imports time/tzdata).
 #
-#   docker build --build-arg VERSION=v0.1.0 -t ghcr.io/taskops/task-operator:v0.1.0 .   (make docker-build)
+#   docker build --build-arg VERSION=v0.2.0 -t ghcr.io/taskops/task-operator:v0.2.0 .   (make docker-build)
 #   docker buildx build --platform linux/amd64,linux/arm64 -t IMG --push .
 #
 # Needs BuildKit (the default builder of Docker 23+, and buildah/podman) for
@@ -24,7 +24,7 @@
 # target one, so multi-arch builds need no emulation.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETARCH
-ARG VERSION=v0.1.0
+ARG VERSION=v0.2.0
 WORKDIR /src
 
 # Modules first: this layer is reused until go.mod or go.sum change.
@@ -51,7 +51,7 @@ RUN mkdir -p /out/etc /out/home/nonroot /out/tmp && \
     chmod 700 /out/home/nonroot && chmod 1777 /out/tmp
 
 FROM scratch
-ARG VERSION=v0.1.0
+ARG VERSION=v0.2.0
 ARG REVISION=
 LABEL org.opencontainers.image.title="task-operator" \
       org.opencontainers.image.description="Kubernetes operator running Tasks (shell and http) as Jobs, with the http task runner" \

@@ -2,11 +2,11 @@
 // image archive (a tar of an OCI image layout) with one layer made from files
 // on this machine, written with github.com/google/go-containerregistry.
 //
-//	go run ./hack/image operator -manager bin/linux/manager -runner bin/linux/task-runner -version v0.1.0 -out bin/image/task-operator.tar
+//	go run ./hack/image operator -manager bin/linux/manager -runner bin/linux/task-runner -version v0.2.0 -out bin/image/task-operator.tar
 //	go run ./hack/image operator -arch amd64,arm64 -bin-dir dist/bin -version v0.2.0 -out dist/task-operator-image.tar
 //	go run ./hack/image busybox  -busybox /bin/busybox -out bin/image/busybox.tar
 //	go run ./hack/image pause    -pause bin/image/pause -out bin/image/pause.tar
-//	go run ./hack/image push     -archive bin/image/task-operator.tar -image registry.example.com/task-operator:v0.1.0
+//	go run ./hack/image push     -archive bin/image/task-operator.tar -image registry.example.com/task-operator:v0.2.0
 //
 // The operator image's contents are the one list in layout.go, which the
 // Dockerfile must match (layout_test.go compares them). Archives are

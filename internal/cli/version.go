@@ -60,7 +60,7 @@ func crdVersion(ctx context.Context, c client.Client) string {
 	}
 	v := crd.Labels[versionLabel]
 	if v == "" {
-		return "unknown (the Task CRD has no " + versionLabel + " label: installed before v0.1.0 or by hand)"
+		return "unknown (the Task CRD has no " + versionLabel + " label: installed before v0.2.0 or by hand)"
 	}
 	return v
 }

@@ -21,7 +21,7 @@ import (
 // Release is the version this source tree is. A release changes it, and
 // config/manager's image tag and the chart's versions with it (tests keep
 // them equal; docs/releasing.md).
-const Release = "v0.1.0"
+const Release = "v0.2.0"
 
 // Version is the version of this build, a Docker tag of the release image.
 var Version = ""
