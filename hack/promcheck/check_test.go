@@ -3,6 +3,7 @@ package promcheck
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,43 @@ func TestTheChecksCatchABrokenRuleAnUnknownMetricAndABadQuery(t *testing.T) {
 	}
 	if _, err := Unknown([]string{`sum(`}, exported(t)); err == nil {
 		t.Error("a query that does not parse passed")
+	}
+}
+
+// Every alert links its runbook: a runbook_url into docs/troubleshooting.md
+// whose heading exists.
+func TestEveryAlertHasARunbookThatExists(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(configDir, "..", "..", "docs", "troubleshooting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			// GitHub's anchor: lower case, spaces to dashes, no punctuation.
+			a := strings.ToLower(strings.ReplaceAll(h, " ", "-"))
+			anchors[strings.Map(func(r rune) rune {
+				if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+					return r
+				}
+				return -1
+			}, a)] = true
+		}
+	}
+	for _, file := range []string{"alerts.yaml", "prometheusrule.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(configDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		alerts := strings.Count(string(raw), "- alert: ")
+		urls := regexp.MustCompile(`runbook_url: "https://github.com/taskops/task-operator/blob/main/docs/troubleshooting.md#([a-z0-9_-]+)"`).FindAllStringSubmatch(string(raw), -1)
+		if len(urls) != alerts {
+			t.Errorf("%s: %d alerts, %d runbook_url annotations", file, alerts, len(urls))
+		}
+		for _, u := range urls {
+			if !anchors[u[1]] {
+				t.Errorf("%s: runbook_url #%s names no heading of docs/troubleshooting.md", file, u[1])
+			}
+		}
 	}
 }
