@@ -97,6 +97,11 @@ func TestTheHelmChartInstallsRunsTasksAndUninstallsKeepingTheCRDs(t *testing.T) 
 	if logs := kubectlTask(t, 30*time.Second, "logs", "shell", "-n", ns); !strings.Contains(logs, "run by the Helm release") {
 		t.Errorf("kubectl task logs shell: %q", logs)
 	}
+	// `kubectl get tasks` says why in its REASON column (the Ready
+	// condition's reason).
+	if out := kubectl(t, 30*time.Second, "get", "task", "shell", "-n", ns); !strings.Contains(out, "REASON") || !strings.Contains(out, "Succeeded") {
+		t.Errorf("kubectl get task shows no REASON column:\n%s", out)
+	}
 	// Tasks before the operator (docs/install.md, "Remove").
 	kubectl(t, 90*time.Second, "delete", "tasks", "--all", "-n", ns, "--wait", "--timeout=80s")
 
