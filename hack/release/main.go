@@ -16,7 +16,8 @@
 // (archives at the Unix epoch, sorted, owned by 0; the SBOM dated by the
 // commit, not the clock).
 //
-// `go run ./hack/release chart [dir]` writes the chart's generated
+// `go run ./hack/release manifests -version V -out DIR` writes install.yaml
+// and crds.yaml alone. `go run ./hack/release chart [dir]` writes the chart's generated
 // templates (CRDs, RBAC, the PrometheusRule) from config/default into
 // charts/task-operator/templates (or dir); `make manifests` runs it
 // (chart.go).
@@ -45,6 +46,16 @@ func run(args []string) error {
 			dir = args[1]
 		}
 		return writeChart(dir)
+	}
+	if len(args) > 0 && args[0] == "manifests" {
+		// install.yaml and crds.yaml alone (the e2e install test).
+		fs := flag.NewFlagSet("manifests", flag.ContinueOnError)
+		version := fs.String("version", "", "the release version")
+		out := fs.String("out", "dist", "where to write")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return writeManifests(*version, *out)
 	}
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	version := fs.String("version", "", "the release version (vX.Y.Z), as internal/version says")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +27,8 @@ const (
 	deployLease     = "task-operator.batch.taskops.io"
 )
 
-// The path a user takes with `make deploy`: config/default (the CRD, the
+// The path a user takes with the release's install.yaml (`make release`:
+// kustomize build config/default, what `make deploy` applies too: the CRDs, the
 // generated RBAC, the ServiceAccount, the restricted namespace, the
 // Deployment with its probes and leader election, the metrics Service)
 // applied with the release image of `make image`, on the real node. Two
@@ -44,22 +46,26 @@ func TestTheDeployedOperatorRunsTasksAndFailsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	overlay := filepath.Join(env.ws.Root, "tmp", "e2e-deploy")
+	must(t, os.RemoveAll(overlay))
 	must(t, os.MkdirAll(overlay, 0o755))
+	// The release's install.yaml, as `make release` writes it.
+	render := exec.Command("go", "run", "./hack/release", "manifests", "-version", version.Version, "-out", overlay)
+	render.Dir = env.ws.Root
+	if out, err := render.CombinedOutput(); err != nil {
+		t.Fatalf("rendering install.yaml: %v\n%s", err, out)
+	}
 	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`# Written by test/e2e/deploy_test.go.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- ../../config/default
-images:
-- name: ghcr.io/taskops/task-operator
-  newTag: %s
+- install.yaml
 patches:
 - target: {kind: Deployment, name: task-operator-controller-manager}
   patch: |-
     - {op: replace, path: /spec/replicas, value: 2}
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
-`, version.Version, state["BRIDGE_IP"], state["APISERVER_PORT"])), 0o644))
+`, state["BRIDGE_IP"], state["APISERVER_PORT"])), 0o644))
 
 	// The operator process stands down while the deployed one runs.
 	must(t, env.op.Stop())
@@ -74,7 +80,7 @@ patches:
 	kubectl(t, 60*time.Second, "apply", "--server-side", "--force-conflicts", "-k", overlay)
 	kubectl(t, 150*time.Second, "-n", deployNamespace, "wait", "--for=condition=Available", "deployment/task-operator-controller-manager", "--timeout=140s")
 	kubectl(t, 150*time.Second, "-n", deployNamespace, "rollout", "status", "deployment/task-operator-controller-manager", "--timeout=140s")
-	t.Logf("config/default with 2 replicas Available %s after the apply", harness.Secs(time.Since(start)))
+	t.Logf("install.yaml with 2 replicas Available %s after the apply", harness.Secs(time.Since(start)))
 	pods := managerPods(t)
 	if len(pods) != 2 {
 		t.Fatalf("manager pods %v, want 2", harness.PodPhases(pods))
