@@ -219,7 +219,7 @@ release: ## Write the release into dist/: install.yaml, crds.yaml, the multi-pla
 .PHONY: release-reproducible
 release-reproducible: ## Build the release twice, the second time with an empty build cache, and fail unless every artifact is the same bytes.
 	$(MAKE) release DIST=$(DIST)
-	cp $(DIST)/checksums.txt $(LOCALBIN)/release-checksums-1.txt
+	mkdir -p $(LOCALBIN) && cp $(DIST)/checksums.txt $(LOCALBIN)/release-checksums-1.txt
 	GOCACHE=$$(mktemp -d) $(MAKE) release DIST=$(DIST)
 	diff $(LOCALBIN)/release-checksums-1.txt $(DIST)/checksums.txt && echo "release: two builds, the same bytes"
 
