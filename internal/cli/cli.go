@@ -92,6 +92,9 @@ type app struct {
 	newToken func() string
 
 	clients *clients
+
+	// output is -o/--output of the command running (output.go).
+	output string
 }
 
 // clients talk to the cluster of the selected kubeconfig context.
@@ -188,7 +191,8 @@ Exit codes:
 		},
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		// `kubectl task completion bash|zsh|fish|powershell`.
+		CompletionOptions: cobra.CompletionOptions{},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &usageError{err: err}

@@ -48,6 +48,9 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 			if file == "" {
 				return usageErrorf("-f/--filename is required")
 			}
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
 			if err := checkTimeout(timeout); err != nil {
 				return err
 			}
@@ -74,8 +77,11 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 				}
 				return fmt.Errorf("creating the Task from %s: %w", file, err)
 			}
-			fmt.Fprintf(a.out(), "task/%s created in namespace %s\n", task.Name, task.Namespace)
+			fmt.Fprintf(a.messages(), "task/%s created in namespace %s\n", task.Name, task.Namespace)
 			if !wait {
+				if a.output != "" {
+					return a.printTask(task)
+				}
 				return nil
 			}
 			key := types.NamespacedName{Namespace: task.Namespace, Name: task.Name}
@@ -86,6 +92,7 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Task finished; the exit code tells how")
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the Task's runs running instead of cancelling them")
 	addTimeoutFlag(cmd, &timeout)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 

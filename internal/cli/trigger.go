@@ -52,6 +52,9 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 			if err := checkTimeout(timeout); err != nil {
 				return err
 			}
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
 			if len(token) > maxTokenLength {
 				return usageErrorf("--run-now-token is longer than %d characters", maxTokenLength)
 			}
@@ -73,6 +76,7 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the run running instead of cancelling the Task's runs")
 	cmd.Flags().StringVar(&token, "run-now-token", "", "the run-now token to set (default: a UTC timestamp plus a random suffix)")
 	addTimeoutFlag(cmd, &timeout)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -90,7 +94,7 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		} else {
 			err := a.waitFor(ctx, c, key, timeout, start, trackerFunc(func(t *v1alpha1.Task) (string, *outcome) {
 				if t.Status.ObservedGeneration != 0 {
-					return "", &outcome{code: ExitOK}
+					return "", &outcome{code: ExitOK, step: true}
 				}
 				return "Pending (waiting for the operator to pick up the Task before triggering it)", nil
 			}))
@@ -104,8 +108,15 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		return err
 	}
 	id := runs.RunNowID(token)
-	fmt.Fprintf(a.out(), "task/%s triggered: run %s (run-now token %q)\n", key.Name, id, token)
+	fmt.Fprintf(a.messages(), "task/%s triggered: run %s (run-now token %q)\n", key.Name, id, token)
 	if !wait {
+		if a.output != "" {
+			task, err := c.getTask(ctx, key)
+			if err != nil {
+				return err
+			}
+			return a.printTask(task)
+		}
 		return nil
 	}
 	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token}, detach)

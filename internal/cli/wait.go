@@ -37,6 +37,9 @@ Progress goes to stderr, the result to stdout (success) or stderr (failure).`,
   kubectl task wait build -n ci --timeout 10m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
 			c, key, err := a.taskArg(timeout, args[0])
 			if err != nil {
 				return err
@@ -45,6 +48,7 @@ Progress goes to stderr, the result to stdout (success) or stderr (failure).`,
 		},
 	}
 	addTimeoutFlag(cmd, &timeout)
+	a.addOutputFlag(cmd)
 	return cmd
 }
 
@@ -77,6 +81,9 @@ func checkTimeout(timeout time.Duration) error {
 type outcome struct {
 	code  int
 	lines []string
+	// step: the wait was a step of a command that goes on (not its end),
+	// so -o prints nothing yet.
+	step bool
 }
 
 // tracker follows one Task until what it waits for happened.
@@ -99,8 +106,10 @@ func (a *app) waitFor(ctx context.Context, c *clients, key types.NamespacedName,
 	var (
 		shown string
 		res   *outcome
+		final *v1alpha1.Task
 	)
 	err := watchTask(wctx, c.ctrl, key, func(t *v1alpha1.Task) bool {
+		final = t
 		progress, done := tr.observe(t)
 		if progress != "" && progress != shown {
 			fmt.Fprintf(a.errOut(), "task/%s: %s\n", key.Name, progress)
@@ -110,13 +119,18 @@ func (a *app) waitFor(ctx context.Context, c *clients, key types.NamespacedName,
 		return done != nil
 	})
 	if res != nil {
-		w := a.out()
+		w := a.messages()
 		if res.code != ExitOK {
 			w = a.errOut()
 		}
 		printLines(w, res.lines)
 		if res.code == ExitFailed {
 			a.printLastLogLines(ctx, c, key)
+		}
+		if a.output != "" && !res.step {
+			if err := a.printTask(final); err != nil {
+				return err
+			}
 		}
 		if res.code == ExitOK {
 			return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -274,4 +275,43 @@ func TestRunErrors(t *testing.T) {
 		t.Fatalf("second run: exit code %d, want 3", code)
 	}
 	assertContains(t, "stderr", stderr, "already exists", "kubectl task trigger build")
+}
+
+// With -o json, stdout holds only the Task as it finished, so CI can pipe
+// it (`kubectl task run -f t.yaml --wait -o json | jq .status.phase`);
+// every message goes to stderr, and the exit code still tells the result.
+func TestRunWaitOutputJSONIsTheFinishedTaskAlone(t *testing.T) {
+	ns := newNamespace(t)
+	file := writeFile(t, "task.yaml", taskYAML)
+	inv := start(t, "-n", ns, "run", "-f", file, "--wait", "--timeout", "30s", "-o", "json")
+	key := types.NamespacedName{Namespace: ns, Name: "build"}
+	inv.waitOutput(t, inv.stderr, "task/build created in namespace "+ns)
+	setStatus(t, key, func(task *v1alpha1.Task) { succeeded(task, 1) })
+	if code := inv.wait(t); code != ExitOK {
+		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
+	}
+	var got v1alpha1.Task
+	if err := json.Unmarshal([]byte(inv.stdout.String()), &got); err != nil {
+		t.Fatalf("stdout is not one JSON Task: %v\n%s", err, inv.stdout)
+	}
+	if got.Kind != "Task" || got.Name != "build" || got.Status.Phase != v1alpha1.PhaseSucceeded || len(got.ManagedFields) != 0 {
+		t.Errorf("stdout: kind %q, name %q, phase %q, %d managedFields", got.Kind, got.Name, got.Status.Phase, len(got.ManagedFields))
+	}
+	assertContains(t, "stderr", inv.stderr.String(), "task/build succeeded")
+
+	if code, out, _ := runCLI(t, "-n", ns, "wait", "build", "-o", "name"); code != ExitOK || out != "task.batch.taskops.io/build\n" {
+		t.Errorf("wait -o name: code %d, stdout %q", code, out)
+	}
+	if code, _, stderr := runCLI(t, "-n", ns, "wait", "build", "-o", "table"); code != ExitError || !strings.Contains(stderr, "--output must be one of") {
+		t.Errorf("wait -o table: code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestCompletionScriptsAreServed(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		code, out, stderr := runCLI(t, "completion", shell)
+		if code != ExitOK || !strings.Contains(out, "kubectl-task") {
+			t.Errorf("completion %s: code %d, %d bytes, stderr %q", shell, code, len(out), stderr)
+		}
+	}
 }

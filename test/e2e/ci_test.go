@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -223,4 +224,38 @@ func TestThePlainKubectlReRunRecipeReportsEachNewOutcome(t *testing.T) {
 		took = append(took, harness.Secs(time.Since(start)))
 	}
 	t.Logf("%d re-runs with plain kubectl, each reported its own outcome; annotate to outcome: %s", reruns, strings.Join(took, " "))
+}
+
+// `kubectl task run -f task.yaml --wait -o json | jq .status.phase`: with
+// -o json the plugin's stdout is the finished Task alone, on a real node,
+// and the exit code still says how the run ended (a shell `exit 3`).
+func TestRunWaitOutputJSONPipesTheFinishedTask(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-ci-json")
+	for _, c := range []struct {
+		shell, phase string
+		code         int
+	}{{"echo built", "Succeeded", 0}, {"echo broken; exit 3", "Failed", 1}} {
+		file := filepath.Join(t.TempDir(), "task.yaml")
+		must(t, os.WriteFile(file, []byte(fmt.Sprintf("apiVersion: batch.taskops.io/v1alpha1\nkind: Task\nmetadata:\n  generateName: ci-json-\n  namespace: %s\nspec:\n  type: shell\n  shell: %q\n", ns, c.shell)), 0o644))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		var stdout, stderr strings.Builder
+		cmd := exec.CommandContext(ctx, env.plugin, "run", "-f", file, "--wait", "--timeout", "2m", "-o", "json", "--kubeconfig", env.cluster.Kubeconfig)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		var task struct {
+			Status struct{ Phase string } `json:"status"`
+		}
+		if jerr := json.Unmarshal([]byte(stdout.String()), &task); jerr != nil || task.Status.Phase != c.phase || code != c.code {
+			t.Errorf("%q: exit %d (want %d), .status.phase %q (want %s), %v\nstdout:\n%s\nstderr:\n%s", c.shell, code, c.code, task.Status.Phase, c.phase, jerr, stdout.String(), stderr.String())
+		}
+	}
 }
