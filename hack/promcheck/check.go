@@ -155,3 +155,25 @@ func Unknown(exprs []string, exported map[string]bool) ([]string, error) {
 
 // SameRules reports whether two lists of expressions are the same rules.
 func SameRules(a, b []string) bool { return reflect.DeepEqual(a, b) }
+
+// Alerts returns the alert rules of a rule file by name, their
+// expressions as written.
+func Alerts(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	groups, errs := rulefmt.Parse(b, false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	out := map[string]string{}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				out[r.Alert] = r.Expr
+			}
+		}
+	}
+	return out, nil
+}
