@@ -7,6 +7,7 @@ package chart
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -287,4 +288,28 @@ func toStrings(v any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// The shipped ServiceMonitor (config/prometheus) and the chart's keep the
+// Tasks' namespace label (honorLabels) and select the metrics Service.
+func TestTheShippedServiceMonitorHonorsTheTasksNamespaceLabel(t *testing.T) {
+	raw, err := os.ReadFile("../../config/prometheus/servicemonitor.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := parse(t, "servicemonitor.yaml", string(raw))
+	if len(objs) != 1 {
+		t.Fatalf("%d objects", len(objs))
+	}
+	endpoints, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "endpoints")
+	selector, _, _ := unstructured.NestedStringMap(objs[0].Object, "spec", "selector", "matchLabels")
+	svc := kustomizeDefault(t)["Service/"+namespace+"/task-operator-controller-manager-metrics"]
+	for k, v := range selector {
+		if svc.GetLabels()[k] != v {
+			t.Errorf("the ServiceMonitor selects %s=%s, which the metrics Service does not have", k, v)
+		}
+	}
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["honorLabels"] != true || endpoints[0].(map[string]any)["port"] != "http-metrics" {
+		t.Errorf("endpoints %v: want the http-metrics port with honorLabels: true", endpoints)
+	}
 }
