@@ -38,8 +38,10 @@ const (
 // bridge (KUBERNETES_SERVICE_HOST/PORT): there is no kube-proxy here.
 //
 // Not parallel: the operator process of TestMain is stopped meanwhile, so
-// only the deployed one acts.
-func TestTheDeployedOperatorRunsTasksAndFailsOver(t *testing.T) {
+// only the deployed one acts. Last, the uninstall docs/install.md gives:
+// the Tasks first, then kubectl delete -f install.yaml, after which
+// nothing it made is left (the CRDs are restored for the other tests).
+func TestInstallYamlRunsTasksFailsOverAndUninstallsCompletely(t *testing.T) {
 	requireRealNode(t)
 	state, err := env.cluster.State()
 	if err != nil {
@@ -71,6 +73,13 @@ patches:
 	must(t, env.op.Stop())
 	t.Cleanup(func() {
 		undeploy(t)
+		// The suite's other tests use the CRDs the uninstall deleted.
+		if out, err := env.runKubectl(context.Background(), "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(env.ws.Root, "config", "crd")); err != nil {
+			t.Errorf("restoring the CRDs: %v\n%s", err, out)
+		}
+		if _, err := env.runKubectl(context.Background(), "wait", "--for=condition=Established", "crd/tasks.batch.taskops.io", "crd/taskqueues.batch.taskops.io", "--timeout=60s"); err != nil {
+			t.Errorf("waiting for the restored CRDs: %v", err)
+		}
 		if _, err := env.op.Start(); err != nil {
 			t.Errorf("restarting the operator process: %v", err)
 		}
@@ -107,6 +116,21 @@ patches:
 	t.Logf("a Task created after the leader's pod was deleted was Ready %s later", harness.Secs(time.Since(deleted)))
 	if now := leaderPod(t, managerPods(t)); now.Name == leader.Name {
 		t.Errorf("the Lease still names the deleted pod %s", leader.Name)
+	}
+
+	// Uninstall as docs/install.md says: the Tasks first, while the
+	// operator runs (their finalizers need it), then `kubectl delete -f
+	// install.yaml`, which removes everything it made, the CRDs included.
+	kubectl(t, 120*time.Second, "delete", "tasks", "--all", "--all-namespaces", "--wait", "--timeout=110s")
+	kubectl(t, 150*time.Second, "delete", "-f", filepath.Join(overlay, "install.yaml"), "--wait", "--timeout=140s")
+	for _, args := range [][]string{
+		{"get", "crd", "tasks.batch.taskops.io"}, {"get", "crd", "taskqueues.batch.taskops.io"},
+		{"get", "namespace", deployNamespace}, {"get", "clusterrole", "task-operator-manager"}, {"get", "clusterrole", "task-operator-task-viewer"},
+	} {
+		out, err := env.runKubectl(ctxFor(t, 20*time.Second), args...)
+		if err == nil || !strings.Contains(out, "NotFound") {
+			t.Errorf("after kubectl delete -f install.yaml, kubectl %s: %s", strings.Join(args, " "), out)
+		}
 	}
 }
 
