@@ -24,7 +24,7 @@ func TestTheShippedAlertsFireWhenTheyShouldAndOnlyThen(t *testing.T) {
 	}
 	cases := []struct {
 		alert, load, by string
-		at             map[string][]string // eval time -> the label sets that fire
+		at              map[string][]string // eval time -> the label sets that fire
 	}{
 		{
 			alert: "TaskFailed", by: "namespace, task",

@@ -189,8 +189,8 @@ Exit codes:
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl task",
 		},
-		SilenceUsage:      true,
-		SilenceErrors:     true,
+		SilenceUsage:  true,
+		SilenceErrors: true,
 		// `kubectl task completion bash|zsh|fish|powershell`.
 		CompletionOptions: cobra.CompletionOptions{},
 	}
