@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -137,6 +138,28 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 			len(jobs.Items) == 1
 	})
 
+	// Only the leader exports the gauges read from its cache: summed over
+	// both replicas, each series is there once (a standby that exported
+	// them too doubled every sum and fired every alert twice).
+	checkGauges := func(leading int) {
+		t.Helper()
+		for i, r := range replicas {
+			if !r.Alive() {
+				continue
+			}
+			body := r.scrape()
+			tasks := strings.Count(body, "\ntaskoperator_tasks{")
+			lead := strings.Contains(body, "\ntaskoperator_leader 1\n")
+			if i == leading && (tasks != 8 || !lead) {
+				t.Errorf("leader %d exports %d taskoperator_tasks series (want 8, one per phase), taskoperator_leader 1: %v", i, tasks, lead)
+			}
+			if i != leading && (tasks != 0 || !strings.Contains(body, "\ntaskoperator_leader 0\n")) {
+				t.Errorf("standby %d exports %d taskoperator_tasks series (want none) or no taskoperator_leader 0", i, tasks)
+			}
+		}
+	}
+	checkGauges(first)
+
 	// The leader stops as the kubelet stops it; the standby takes over.
 	old := holder()
 	stopped := time.Now()
@@ -148,6 +171,7 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 		return h != "" && h != old && replicas[1-first].leads()
 	})
 	t.Logf("the standby took over %s after the leader was told to stop", time.Since(stopped).Round(100*time.Millisecond))
+	checkGauges(1 - first)
 
 	// The new leader removes the Task's finalizer when it is deleted.
 	if err := c.Delete(ctx, task); err != nil {
@@ -221,6 +245,19 @@ func (r *replica) get(url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// scrape is the replica's /metrics body ("" when it does not answer), with
+// a leading newline so every series starts after one.
+func (r *replica) scrape() string {
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get(r.MetricsURL())
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return "\n" + string(b)
 }
 
 func (r *replica) ready() bool {
