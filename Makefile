@@ -213,7 +213,7 @@ release: ## Write the release into dist/: install.yaml, crds.yaml, the multi-pla
 	  CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} go build -trimpath -ldflags "$(LDFLAGS)" -o $(DIST)/bin/kubectl-task_$$p/kubectl-task ./cmd/kubectl-task; \
 	done
 	go run ./hack/image operator -arch amd64,arm64 -bin-dir $(DIST)/bin -version $(VERSION) -revision "$(REVISION)" -out $(DIST)/task-operator-image.tar >/dev/null
-	go run ./hack/release -version $(VERSION) -bin-dir $(DIST)/bin -out $(DIST)
+	go run ./hack/release -version $(VERSION) -date "$$(git log -1 --format=%cI 2>/dev/null)" -bin-dir $(DIST)/bin -out $(DIST)
 	cat $(DIST)/checksums.txt
 
 .PHONY: release-reproducible

@@ -61,6 +61,7 @@ func run(args []string) error {
 	version := fs.String("version", "", "the release version (vX.Y.Z), as internal/version says")
 	binDir := fs.String("bin-dir", "dist/bin", "the built binaries: kubectl-task_<os>_<arch>/kubectl-task and linux_<arch>/{manager,task-runner}")
 	out := fs.String("out", "dist", "where to write")
+	date := fs.String("date", "", "the commit's time (RFC 3339), which dates the SBOMs; default: what the binaries recorded, else the Unix epoch")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func run(args []string) error {
 		{"manifests", func() error { return writeManifests(*version, *out) }},
 		{"plugin archives", func() error { return writePluginArchives(*version, *binDir, *out) }},
 		{"krew manifest", func() error { return writeKrewManifest(*version, *out) }},
-		{"SBOMs", func() error { return writeSBOMs(*version, *binDir, filepath.Join(*out, "sbom")) }},
+		{"SBOMs", func() error { return writeSBOMs(*version, *date, *binDir, filepath.Join(*out, "sbom")) }},
 		{"checksums", func() error { return writeChecksums(*out) }},
 	}
 	for _, s := range steps {

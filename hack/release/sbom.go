@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // sbomBinaries are the binaries whose modules the release lists: the
@@ -77,7 +78,7 @@ func purl(path, version string) spdxExtRef {
 
 // writeSBOMs writes an SPDX document per binary, from the module list the
 // Go linker stored in it (what `go version -m` prints).
-func writeSBOMs(version, binDir, out string) error {
+func writeSBOMs(version, date, binDir, out string) error {
 	for name, rel := range sbomBinaries {
 		path := filepath.Join(binDir, rel)
 		info, err := buildinfo.ReadFile(path)
@@ -96,6 +97,13 @@ func writeSBOMs(version, binDir, out string) error {
 			if s.Key == "vcs.time" {
 				created = s.Value
 			}
+		}
+		if date != "" {
+			t, err := time.Parse(time.RFC3339, date)
+			if err != nil {
+				return fmt.Errorf("-date: %w", err)
+			}
+			created = t.UTC().Format(time.RFC3339)
 		}
 		main := spdxPackage{SPDXID: spdxID(name), Name: name, VersionInfo: version, DownloadLocation: "https://github.com/taskops/task-operator",
 			Checksums:      []spdxSum{{Algorithm: "SHA256", Value: hex.EncodeToString(sum[:])}},
