@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -49,7 +51,7 @@ func (a *app) printTask(t *v1alpha1.Task) error {
 
 // messages is where a command's messages go: stdout, unless -o reserves
 // it for the object.
-func (a *app) messages() interface{ Write([]byte) (int, error) } {
+func (a *app) messages() io.Writer {
 	if a.output != "" {
 		return a.errOut()
 	}
