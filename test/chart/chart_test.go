@@ -190,6 +190,7 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 		"nodeSelector":        map[string]any{"pool": "system"},
 		"priorityClassName":   "system-cluster-critical",
 		"podDisruptionBudget": map[string]any{"enabled": true},
+		"networkPolicy":       map[string]any{"enabled": true},
 		"crds":                map[string]any{"keep": false},
 		"image":               map[string]any{"repository": "registry.example.com/task-operator", "tag": "v9.9.9"},
 		"metrics":             map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}}},
@@ -249,6 +250,7 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 		{"image", c["image"] == "registry.example.com/task-operator:v9.9.9" && runner == c["image"]},
 		{"extraArgs", strings.Contains(args, "--max-concurrent-reconciles=64") && strings.Contains(args, "--leader-elect")},
 		{"podDisruptionBudget", kinds["PodDisruptionBudget"] == 1},
+		{"networkPolicy", kinds["NetworkPolicy"] == 1},
 		{"crds", kinds["CustomResourceDefinition"] == 2},
 	}
 	for _, ck := range checks {
