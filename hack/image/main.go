@@ -67,16 +67,9 @@ func run(args []string) error {
 				}
 				images = append(images, platformImage{Arch: arch, Def: def})
 			}
-			if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-				return err
-			}
-			digest, err := writeIndexArchive(images, *repo+":"+*version, *out)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "image: wrote %s (%s, %s)\n", *out, *repo+":"+*version, *arches)
-			fmt.Println(digest)
-			return nil
+			return writeAndPrint(*repo+":"+*version, *out, func(ref, out string) (string, error) {
+				return writeIndexArchive(images, ref, out)
+			})
 		}
 		if *manager == "" || *runner == "" || *version == "" || *out == "" {
 			return errors.New("operator needs -manager, -runner, -version and -out")
@@ -85,7 +78,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return writeAndPrint(img, *repo+":"+*version, *out)
+		return writeAndPrint(*repo+":"+*version, *out, one(img))
 	case "busybox":
 		busybox := fs.String("busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)")
 		tag := fs.String("tag", "docker.io/library/busybox:1.37", "the image name")
@@ -99,7 +92,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return writeAndPrint(img, *tag, *out)
+		return writeAndPrint(*tag, *out, one(img))
 	case "pause":
 		pause := fs.String("pause", "", "a static pause binary (built from the Kubernetes module's build/pause/linux/pause.c)")
 		tag := fs.String("tag", "registry.k8s.io/pause:3.10", "the image name (containerd's sandbox_image)")
@@ -113,7 +106,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		return writeAndPrint(img, *tag, *out)
+		return writeAndPrint(*tag, *out, one(img))
 	case "push":
 		archive := fs.String("archive", "", "an archive written by this command")
 		ref := fs.String("image", "", "where to push it (registry/repository:tag)")
@@ -129,11 +122,18 @@ func run(args []string) error {
 	}
 }
 
-func writeAndPrint(img imageDef, ref, out string) error {
+// one writes the archive of a single image.
+func one(img imageDef) func(ref, out string) (string, error) {
+	return func(ref, out string) (string, error) { return writeArchive(img, ref, out) }
+}
+
+// writeAndPrint writes an archive with write (writeArchive of one image, or
+// writeIndexArchive) and prints its digest.
+func writeAndPrint(ref, out string, write func(ref, out string) (string, error)) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	digest, err := writeArchive(img, ref, out)
+	digest, err := write(ref, out)
 	if err != nil {
 		return err
 	}
