@@ -56,30 +56,13 @@ func TestInstallYamlRunsTasksFailsOverAndUninstallsCompletely(t *testing.T) {
 	if out, err := render.CombinedOutput(); err != nil {
 		t.Fatalf("rendering install.yaml: %v\n%s", err, out)
 	}
-	must(t, os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(fmt.Sprintf(`# Written by test/e2e/deploy_test.go.
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- install.yaml
-patches:
-- target: {kind: Deployment, name: task-operator-controller-manager}
-  patch: |-
-    - {op: replace, path: /spec/replicas, value: 2}
-    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
-    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
-`, state["BRIDGE_IP"], state["APISERVER_PORT"])), 0o644))
+	writeOverlay(t, overlay, "install.yaml", version.Version, 2, state)
 
 	// The operator process stands down while the deployed one runs.
 	must(t, env.op.Stop())
 	t.Cleanup(func() {
 		undeploy(t)
-		// The suite's other tests use the CRDs the uninstall deleted.
-		if out, err := env.runKubectl(context.Background(), "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(env.ws.Root, "config", "crd")); err != nil {
-			t.Errorf("restoring the CRDs: %v\n%s", err, out)
-		}
-		if _, err := env.runKubectl(context.Background(), "wait", "--for=condition=Established", "crd/tasks.batch.taskops.io", "crd/taskqueues.batch.taskops.io", "--timeout=60s"); err != nil {
-			t.Errorf("waiting for the restored CRDs: %v", err)
-		}
+		restoreCRDs(t) // the uninstall deleted them
 		if _, err := env.op.Start(); err != nil {
 			t.Errorf("restarting the operator process: %v", err)
 		}

@@ -61,17 +61,14 @@ func TestUpgradingFromThePreviousReleaseLosesAndRepeatsNothing(t *testing.T) {
 	must(t, env.cluster.LoadImages(filepath.Join(src, "bin", "image", "task-operator.tar")))
 	t.Logf("built and loaded %s (%s) in %s", upgradeFromVersion, upgradeFrom[:7], harness.Secs(time.Since(start)))
 
-	oldOverlay := writeOverlay(t, filepath.Join(work, "old"), "../src/config/default", upgradeFromVersion, state)
-	newOverlay := writeOverlay(t, filepath.Join(work, "new"), "../../../config/default", version.Version, state)
+	oldOverlay := writeOverlay(t, filepath.Join(work, "old"), "../src/config/default", upgradeFromVersion, 1, state)
+	newOverlay := writeOverlay(t, filepath.Join(work, "new"), "../../../config/default", version.Version, 1, state)
 
 	waitNamespaceGone(t, deployNamespace)
 	must(t, env.op.Stop())
 	t.Cleanup(func() {
 		undeploy(t)
-		// The suite's other tests use this release's CRDs.
-		if out, err := env.runKubectl(context.Background(), "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(env.ws.Root, "config", "crd")); err != nil {
-			t.Errorf("restoring this release's CRDs: %v\n%s", err, out)
-		}
+		restoreCRDs(t) // the downgrade left v0.1.0's
 		if _, err := env.op.Start(); err != nil {
 			t.Errorf("restarting the operator process: %v", err)
 		}
@@ -226,12 +223,13 @@ func TestUpgradingFromThePreviousReleaseLosesAndRepeatsNothing(t *testing.T) {
 	}
 }
 
-// writeOverlay writes a kustomization of base running image tag, whose
-// pods reach the API server on the node's bridge (no kube-proxy here).
-func writeOverlay(t *testing.T, dir, base, tag string, state map[string]string) string {
+// writeOverlay writes a kustomization of base running image tag with
+// replicas manager pods, which reach the API server on the node's bridge
+// (no kube-proxy here).
+func writeOverlay(t *testing.T, dir, base, tag string, replicas int, state map[string]string) string {
 	t.Helper()
 	must(t, os.MkdirAll(dir, 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`# Written by test/e2e/upgrade_test.go.
+	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`# Written by test/e2e (writeOverlay).
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -242,10 +240,24 @@ images:
 patches:
 - target: {kind: Deployment, name: task-operator-controller-manager}
   patch: |-
+    - {op: replace, path: /spec/replicas, value: %d}
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
-`, base, tag, state["BRIDGE_IP"], state["APISERVER_PORT"])), 0o644))
+`, base, tag, replicas, state["BRIDGE_IP"], state["APISERVER_PORT"])), 0o644))
 	return dir
+}
+
+// restoreCRDs applies this release's CRDs again, for the suite's other
+// tests, after a test deleted or replaced them, and waits until they serve.
+func restoreCRDs(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if out, err := env.runKubectl(ctx, "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(env.ws.Root, "config", "crd")); err != nil {
+		t.Errorf("restoring the CRDs: %v\n%s", err, out)
+	}
+	if _, err := env.runKubectl(ctx, "wait", "--for=condition=Established", "crd/tasks.batch.taskops.io", "crd/taskqueues.batch.taskops.io", "--timeout=60s"); err != nil {
+		t.Errorf("waiting for the restored CRDs: %v", err)
+	}
 }
 
 // applyRelease applies an overlay as `kubectl apply --server-side` of a
