@@ -1,39 +1,55 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
-// outputFormats are the values of -o/--output, as kubectl names them.
-var outputFormats = []string{"json", "yaml", "name"}
+// outputFormats are the values of -o/--output, as kubectl names them;
+// jsonpath=TEMPLATE is the one with an argument.
+var outputFormats = []string{"json", "yaml", "name", "wide"}
+
+const jsonpathPrefix = "jsonpath="
 
 // addOutputFlag adds -o/--output to a command that ends with a Task: with
 // it, stdout holds only the Task as it finished (the object, as `kubectl
 // get -o` prints it), and every message goes to stderr, so CI can pipe it
 // (`kubectl task run -f t.yaml --wait -o json | jq .status.phase`).
 func (a *app) addOutputFlag(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&a.output, "output", "o", "", "print the Task when done, as json, yaml or name (messages go to stderr)")
+	cmd.Flags().StringVarP(&a.output, "output", "o", "",
+		"print the Task when done, as json, yaml, name, wide (the row `kubectl get tasks -o wide` prints) or jsonpath=TEMPLATE; messages go to stderr")
 }
 
+// checkOutput refuses an unknown -o, and a jsonpath template that does not
+// parse, before the command does anything.
 func (a *app) checkOutput() error {
-	if a.output == "" {
+	if a.output == "" || slices.Contains(outputFormats, a.output) {
 		return nil
 	}
-	for _, f := range outputFormats {
-		if a.output == f {
-			return nil
+	if tmpl, ok := strings.CutPrefix(a.output, jsonpathPrefix); ok {
+		if _, err := printers.NewJSONPathPrinter(tmpl); err != nil {
+			return usageErrorf("--output %s: %v", a.output, err)
 		}
+		return nil
 	}
-	return usageErrorf("--output must be one of json, yaml or name, got %q", a.output)
+	return usageErrorf("--output must be one of json, yaml, name, wide or jsonpath=TEMPLATE, got %q", a.output)
 }
 
 // printTask prints the Task to stdout in the -o format.
-func (a *app) printTask(t *v1alpha1.Task) error {
+func (a *app) printTask(ctx context.Context, t *v1alpha1.Task) error {
+	if a.output == "wide" {
+		return a.printTaskRow(ctx, t)
+	}
 	t = t.DeepCopy()
 	t.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Task"))
 	t.ManagedFields = nil // as kubectl, without --show-managed-fields
@@ -43,10 +59,35 @@ func (a *app) printTask(t *v1alpha1.Task) error {
 		p = &printers.JSONPrinter{}
 	case "yaml":
 		p = &printers.YAMLPrinter{}
-	default:
+	case "name":
 		p = &printers.NamePrinter{}
+	default:
+		jp, err := printers.NewJSONPathPrinter(strings.TrimPrefix(a.output, jsonpathPrefix))
+		if err != nil {
+			return err
+		}
+		jp.AllowMissingKeys(true) // as kubectl get -o jsonpath
+		p = jp
 	}
 	return p.PrintObj(t, a.out())
+}
+
+// printTaskRow prints the Task as `kubectl get task NAME -o wide` does: the
+// API server renders the CRD's printer columns into a Table (so the columns
+// are the installed CRD's, not this plugin's idea of them), and cli-runtime
+// prints it.
+func (a *app) printTaskRow(ctx context.Context, t *v1alpha1.Task) error {
+	path := fmt.Sprintf("/apis/%s/namespaces/%s/tasks/%s", v1alpha1.GroupVersion, t.Namespace, t.Name)
+	raw, err := a.clients.kube.CoreV1().RESTClient().Get().AbsPath(path).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("reading task/%s as a table: %w", t.Name, err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		return fmt.Errorf("reading task/%s as a table: %w", t.Name, err)
+	}
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: true}).PrintObj(&table, a.out())
 }
 
 // messages is where a command's messages go: stdout, unless -o reserves

@@ -80,7 +80,7 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 			fmt.Fprintf(a.messages(), "task/%s created in namespace %s\n", task.Name, task.Namespace)
 			if !wait {
 				if a.output != "" {
-					return a.printTask(task)
+					return a.printTask(cmd.Context(), task)
 				}
 				return nil
 			}

@@ -115,7 +115,7 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 			if err != nil {
 				return err
 			}
-			return a.printTask(task)
+			return a.printTask(ctx, task)
 		}
 		return nil
 	}

@@ -128,7 +128,7 @@ func (a *app) waitFor(ctx context.Context, c *clients, key types.NamespacedName,
 			a.printLastLogLines(ctx, c, key)
 		}
 		if a.output != "" && !res.step {
-			if err := a.printTask(final); err != nil {
+			if err := a.printTask(ctx, final); err != nil {
 				return err
 			}
 		}

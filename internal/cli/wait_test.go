@@ -302,8 +302,20 @@ func TestRunWaitOutputJSONIsTheFinishedTaskAlone(t *testing.T) {
 	if code, out, _ := runCLI(t, "-n", ns, "wait", "build", "-o", "name"); code != ExitOK || out != "task.batch.taskops.io/build\n" {
 		t.Errorf("wait -o name: code %d, stdout %q", code, out)
 	}
-	if code, _, stderr := runCLI(t, "-n", ns, "wait", "build", "-o", "table"); code != ExitError || !strings.Contains(stderr, "--output must be one of") {
-		t.Errorf("wait -o table: code %d, stderr %q", code, stderr)
+	if code, out, _ := runCLI(t, "-n", ns, "wait", "build", "-o", "jsonpath={.status.phase}"); code != ExitOK || out != "Succeeded" {
+		t.Errorf("wait -o jsonpath={.status.phase}: code %d, stdout %q", code, out)
+	}
+	// -o wide is the row kubectl get -o wide prints: the CRD's columns,
+	// the priority-1 ones (QUEUE, SCHEDULE, LAST-ERROR) included.
+	code, out, stderr := runCLI(t, "-n", ns, "wait", "build", "-o", "wide")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != ExitOK || len(lines) != 2 ||
+		!strings.Contains(lines[0], "LAST-ERROR") || !strings.HasPrefix(lines[1], "build ") || !strings.Contains(lines[1], "Succeeded") {
+		t.Errorf("wait -o wide: code %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	for _, bad := range []string{"table", "jsonpath={.status.phase"} {
+		if code, _, stderr := runCLI(t, "-n", ns, "wait", "build", "-o", bad); code != ExitError || !strings.Contains(stderr, "--output") {
+			t.Errorf("wait -o %s: code %d, stderr %q", bad, code, stderr)
+		}
 	}
 }
 
