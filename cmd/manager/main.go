@@ -3,6 +3,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
@@ -44,8 +45,15 @@ const leaseName = "task-operator.batch.taskops.io"
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=task-operator-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=task-operator-system
 
+// A secure metrics endpoint (--metrics-secure) asks the API server who a
+// scraper's bearer token belongs to and whether it may GET /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 type options struct {
 	metricsAddr, probeAddr  string
+	metricsSecure           bool
+	metricsCertDir          string
 	pprofAddr               string
 	leaderElect             bool
 	serviceAccountOptIn     bool
@@ -61,7 +69,9 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint; 0 disables it")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint; 0 disables it")
+	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose bearer token the API server authenticates and authorizes for GET /metrics (the metrics-reader ClusterRole); false serves plain HTTP to anyone who reaches the port")
+	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty: a self-signed certificate made at start")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints (/debug/pprof/); 0 disables them")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so only one replica reconciles (needed with more than one replica)")
@@ -77,6 +87,24 @@ func parseFlags() options {
 	flag.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/reconciler/shortcuts.go)")
 	flag.Parse()
 	return o
+}
+
+// metricsOptions serves metrics as kubebuilder's scaffold does by default:
+// HTTPS, each scrape's bearer token checked by a TokenReview and its
+// GET /metrics by a SubjectAccessReview (metrics.ScrapeAuth), HTTP/1.1 only (HTTP/2's rapid reset
+// and stream floods, CVE-2023-44487 and CVE-2023-39325, reach a server that
+// anyone on the pod network can dial). --metrics-secure=false is plain HTTP.
+func metricsOptions(o options) metricsserver.Options {
+	if !o.metricsSecure {
+		return metricsserver.Options{BindAddress: o.metricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    o.metricsAddr,
+		SecureServing:  true,
+		FilterProvider: metrics.ScrapeAuth,
+		CertDir:        o.metricsCertDir,
+		TLSOpts:        []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}
 }
 
 // defaultGCPercent is the garbage collector's target unless GOGC is set.
@@ -121,7 +149,7 @@ func run(o options) error {
 
 	mgrOpts := ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                metricsOptions(o),
 		HealthProbeBindAddress: o.probeAddr,
 		PprofBindAddress:       o.pprofAddr,
 		Cache:                  reconciler.CacheOptions(!o.fastPath),

@@ -193,7 +193,8 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 		"networkPolicy":       map[string]any{"enabled": true},
 		"crds":                map[string]any{"keep": false},
 		"image":               map[string]any{"repository": "registry.example.com/task-operator", "tag": "v9.9.9"},
-		"metrics":             map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}}},
+		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
+			"readers": []any{map[string]any{"namespace": "monitoring", "name": "prometheus-k8s"}}},
 		"prometheusRule":      map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
 	})
 	kinds := map[string]int{}
@@ -219,6 +220,12 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 			t.Errorf("%s binds %s %s, which the chart does not render", key(o), kind, ref)
 		}
 		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		if ref == "ops-task-operator-metrics-reader" {
+			if len(subjects) != 1 || fmt.Sprint(subjects[0]) != "map[kind:ServiceAccount name:prometheus-k8s namespace:monitoring]" {
+				t.Errorf("metrics.readers bound %v, want monitoring/prometheus-k8s", subjects)
+			}
+			continue
+		}
 		for _, s := range subjects {
 			sa := s.(map[string]any)
 			if !names["ServiceAccount/"+sa["name"].(string)] || sa["namespace"] != namespace {
@@ -275,6 +282,20 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 		t.Errorf("the rules' own templates must reach Prometheus as written:\n%s", raw)
 	}
 
+	// metrics.secure=false: plain HTTP on 8080, everywhere the port is named.
+	plain := render(t, "task-operator", map[string]any{"metrics": map[string]any{"secure": false, "serviceMonitor": map[string]any{"enabled": true}},
+		"networkPolicy": map[string]any{"enabled": true}})
+	for _, k := range []string{"Deployment/" + namespace + "/task-operator-controller-manager", "Service/" + namespace + "/task-operator-controller-manager-metrics",
+		"ServiceMonitor/" + namespace + "/task-operator-controller-manager-metrics", "NetworkPolicy/" + namespace + "/task-operator-controller-manager"} {
+		raw, _ := yaml.Marshal(plain[k].Object)
+		if s := string(raw); plain[k] == nil || !strings.Contains(s, "http-metrics") || strings.Contains(s, "https") || strings.Contains(s, "8443") {
+			t.Errorf("metrics.secure=false: %s still names the HTTPS port:\n%s", k, s)
+		}
+	}
+	if args := fmt.Sprint(plain["Deployment/"+namespace+"/task-operator-controller-manager"].Object); !strings.Contains(args, "--metrics-secure=false") {
+		t.Error("metrics.secure=false does not pass --metrics-secure=false")
+	}
+
 	none := render(t, "task-operator", map[string]any{"crds": map[string]any{"install": false}})
 	for k := range none {
 		if strings.HasPrefix(k, "CustomResourceDefinition/") {
@@ -293,7 +314,8 @@ func toStrings(v any) []string {
 }
 
 // The shipped ServiceMonitor (config/prometheus) and the chart's keep the
-// Tasks' namespace label (honorLabels) and select the metrics Service.
+// Tasks' namespace label (honorLabels), select the metrics Service, and
+// scrape it as it serves: HTTPS with Prometheus' own token.
 func TestTheShippedServiceMonitorHonorsTheTasksNamespaceLabel(t *testing.T) {
 	raw, err := os.ReadFile("../../config/prometheus/servicemonitor.yaml")
 	if err != nil {
@@ -311,7 +333,13 @@ func TestTheShippedServiceMonitorHonorsTheTasksNamespaceLabel(t *testing.T) {
 			t.Errorf("the ServiceMonitor selects %s=%s, which the metrics Service does not have", k, v)
 		}
 	}
-	if len(endpoints) != 1 || endpoints[0].(map[string]any)["honorLabels"] != true || endpoints[0].(map[string]any)["port"] != "http-metrics" {
-		t.Errorf("endpoints %v: want the http-metrics port with honorLabels: true", endpoints)
+	if len(endpoints) != 1 {
+		t.Fatalf("endpoints %v, want one", endpoints)
+	}
+	ep := endpoints[0].(map[string]any)
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if ep["honorLabels"] != true || ep["port"] != ports[0].(map[string]any)["name"] || ep["scheme"] != "https" ||
+		ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
+		t.Errorf("endpoint %v: want the Service's port %v, honorLabels: true, scheme https with the pod's token", ep, ports[0])
 	}
 }

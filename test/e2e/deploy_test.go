@@ -4,7 +4,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +18,9 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/internal/testutil"
@@ -91,6 +97,8 @@ func TestInstallYamlRunsTasksFailsOverAndUninstallsCompletely(t *testing.T) {
 	}
 
 	leader := leaderPod(t, pods)
+	scrapeLikePrometheus(t, leader, ns)
+
 	deleted := time.Now()
 	must(t, env.c.Delete(ctxFor(t, 10*time.Second), &leader))
 	t.Logf("deleted the leader's pod %s", leader.Name)
@@ -115,6 +123,50 @@ func TestInstallYamlRunsTasksFailsOverAndUninstallsCompletely(t *testing.T) {
 			t.Errorf("after kubectl delete -f install.yaml, kubectl %s: %s", strings.Join(args, " "), out)
 		}
 	}
+}
+
+// scrapeLikePrometheus reaches the leader's metrics endpoint as a
+// Prometheus in the cluster does, on the pod's IP: HTTPS with a
+// ServiceAccount's token. Without a token it is refused; with the token of a
+// ServiceAccount bound to install.yaml's metrics-reader ClusterRole it gets
+// the per-Task series of the Task that ran in ns, labelled with ns.
+func scrapeLikePrometheus(t *testing.T, leader corev1.Pod, ns string) {
+	t.Helper()
+	mon := makeNamespace(t, "e2e-monitoring")
+	must(t, env.c.Create(ctxFor(t, 10*time.Second), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: mon, Name: "prometheus"}}))
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: mon + "-metrics-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "task-operator-metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: mon, Name: "prometheus"}}}
+	must(t, env.c.Create(ctxFor(t, 10*time.Second), binding))
+	t.Cleanup(func() { _ = env.c.Delete(context.Background(), binding) })
+	token := strings.TrimSpace(kubectl(t, 30*time.Second, "-n", mon, "create", "token", "prometheus"))
+
+	url := "https://" + net.JoinHostPort(leader.Status.PodIP, "8443") + "/metrics"
+	get := func(token string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		must(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		cl := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the endpoint's self-signed certificate, as the ServiceMonitor
+		resp, err := cl.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(""); code != http.StatusUnauthorized {
+		t.Errorf("GET %s without a token = %d, want 401: %.200s", url, code, body)
+	}
+	want := `taskoperator_task_last_run_success{namespace="` + ns + `",task="first"} 1`
+	eventually(t, 30*time.Second, "an authorized scrape with the Task's series", func(context.Context) (bool, string) {
+		code, body := get(token)
+		return code == http.StatusOK && strings.Contains(body, want), fmt.Sprintf("status %d, %.300s", code, body)
+	})
+	t.Logf("GET %s: 401 without a token; 200 with a metrics-reader token, with %s", url, want)
 }
 
 func managerPods(t *testing.T) []corev1.Pod {

@@ -28,8 +28,11 @@ type Operator struct {
 	// else 0).
 	Args []string
 	// Metrics serves the manager's metrics on a free loopback port
-	// (MetricsURL).
+	// (MetricsURL), plain HTTP (--metrics-secure=false) unless SecureMetrics.
 	Metrics bool
+	// SecureMetrics serves them as the shipped Deployment does: HTTPS, to
+	// bearer tokens the API server authorizes for GET /metrics.
+	SecureMetrics bool
 	// Pprof serves the manager's profiles on a free loopback port
 	// (PprofURL).
 	Pprof bool
@@ -94,6 +97,9 @@ func (o *Operator) Start() (time.Duration, error) {
 		"--metrics-bind-address=" + metrics,
 		"--health-probe-bind-address=" + probe,
 	}, o.Args...)
+	if o.Metrics && !o.SecureMetrics {
+		args = append(args, "--metrics-secure=false")
+	}
 	if o.Pprof {
 		args = append(args, "--pprof-bind-address="+o.pprofAddr)
 	}
@@ -259,6 +265,9 @@ func (o *Operator) MetricsURL() string {
 	defer o.mu.Unlock()
 	if o.metricsAddr == "" {
 		return ""
+	}
+	if o.SecureMetrics {
+		return "https://" + o.metricsAddr + "/metrics"
 	}
 	return "http://" + o.metricsAddr + "/metrics"
 }

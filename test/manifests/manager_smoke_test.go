@@ -3,6 +3,7 @@ package manifests_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,10 +14,16 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,8 +126,27 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 		t.Fatalf("replicas %v lead, want exactly one", l)
 	}
 	first := leader()[0]
-	if code := replicas[first].get(replicas[first].MetricsURL()); code != http.StatusOK {
-		t.Errorf("GET /metrics = %d", code)
+
+	// The metrics endpoint is HTTPS and asks the API server about each
+	// scraper's token, with the manager's own rendered RBAC: no token and an
+	// unknown one are refused, a ServiceAccount without the rendered
+	// metrics-reader ClusterRole is forbidden, one bound to it scrapes.
+	reader, other := scrapeTokens(ctx, t, cfg, c)
+	for _, s := range []struct {
+		who, token string
+		want       int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a made-up token", "not-a-token", http.StatusUnauthorized},
+		{"a ServiceAccount without metrics-reader", other, http.StatusForbidden},
+		{"a ServiceAccount bound to metrics-reader", reader, http.StatusOK},
+	} {
+		if code, _ := replicas[first].scrapeAs(s.token); code != s.want {
+			t.Errorf("GET %s with %s = %d, want %d", replicas[first].MetricsURL(), s.who, code, s.want)
+		}
+	}
+	for _, r := range replicas {
+		r.token = reader
 	}
 
 	// A Task runs: the leader adds its finalizer and makes its Job.
@@ -204,8 +230,11 @@ func impersonatingKubeconfig(t *testing.T, host string, ca, cert, key []byte, us
 }
 
 // replica is one manager process (harness.Operator) run with the rendered
-// Deployment's args.
-type replica struct{ *harness.Operator }
+// Deployment's args; token is the bearer token scrape sends.
+type replica struct {
+	*harness.Operator
+	token string
+}
 
 // startReplica starts bin with args, its probe and metrics ports moved to
 // free loopback ones, and waits for its /readyz.
@@ -217,8 +246,8 @@ func startReplica(t *testing.T, bin string, args []string, kubeconfig string, i 
 			rest = append(rest, a)
 		}
 	}
-	r := &replica{&harness.Operator{
-		Bin: bin, Kubeconfig: kubeconfig, Name: fmt.Sprintf("replica-%d", i), Args: rest, Metrics: true,
+	r := &replica{Operator: &harness.Operator{
+		Bin: bin, Kubeconfig: kubeconfig, Name: fmt.Sprintf("replica-%d", i), Args: rest, Metrics: true, SecureMetrics: true,
 		LogPath: filepath.Join(t.TempDir(), fmt.Sprintf("manager-%d.log", i)),
 	}}
 	t.Cleanup(func() {
@@ -237,6 +266,56 @@ func (r *replica) leads() bool {
 	return r.Alive() && bytes.Contains(r.Log(), []byte("Successfully acquired lease"))
 }
 
+// scrapeTokens binds a ServiceAccount monitoring/prometheus to the rendered
+// metrics-reader ClusterRole and makes a token for it, and one for
+// monitoring/app, which has no role.
+func scrapeTokens(ctx context.Context, t *testing.T, cfg *rest.Config, c client.Client) (reader, other string) {
+	t.Helper()
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "prometheus"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "app"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-task-operator"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}}},
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+	token := func(sa string) string {
+		tr, err := cs.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, sa, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("a token for monitoring/%s: %v", sa, err)
+		}
+		return tr.Status.Token
+	}
+	return token("prometheus"), token("app")
+}
+
+// scrapeAs GETs the replica's /metrics with token ("": none), trusting its
+// self-signed certificate as the shipped ServiceMonitor does.
+func (r *replica) scrapeAs(token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, r.MetricsURL(), nil)
+	if err != nil {
+		return 0, ""
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	cl := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the endpoint's self-signed certificate, on loopback
+	resp, err := cl.Do(req)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func (r *replica) get(url string) int {
 	cl := http.Client{Timeout: 2 * time.Second}
 	resp, err := cl.Get(url)
@@ -250,14 +329,8 @@ func (r *replica) get(url string) int {
 // scrape is the replica's /metrics body ("" when it does not answer), with
 // a leading newline so every series starts after one.
 func (r *replica) scrape() string {
-	cl := http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get(r.MetricsURL())
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return "\n" + string(b)
+	_, body := r.scrapeAs(r.token)
+	return "\n" + body
 }
 
 func (r *replica) ready() bool {

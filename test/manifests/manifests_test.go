@@ -46,6 +46,8 @@ const (
 	serviceAccount = "task-operator-controller-manager"
 	metricsService = "task-operator-controller-manager-metrics"
 	managerName    = "manager"
+	// The role a Prometheus binds to scrape the metrics endpoint.
+	metricsReaderRole = "task-operator-metrics-reader"
 	// The role names controller-gen writes (Makefile: rbac:roleName=...).
 	generatedRoleName = "task-operator-manager"
 )
@@ -236,6 +238,7 @@ func TestRenderedNames(t *testing.T) {
 		{"ClusterRole", "", "task-operator-task-viewer"},
 		{"ClusterRole", "", "task-operator-task-editor"},
 		{"ClusterRole", "", "task-operator-taskqueue-admin"},
+		{"ClusterRole", "", metricsReaderRole},
 		{"Role", namespace, generatedRoleName},
 		{"ClusterRoleBinding", "", "task-operator-manager"},
 		{"RoleBinding", namespace, "task-operator-manager"},
@@ -350,7 +353,7 @@ func TestDeploymentPassesRestricted(t *testing.T) {
 	for flag, want := range map[string]string{
 		"leader-elect":              "true",
 		"health-probe-bind-address": ":8081",
-		"metrics-bind-address":      ":8080",
+		"metrics-bind-address":      ":8443",
 	} {
 		if got, ok := flagValue(c.Args, flag); !ok || got != want {
 			t.Errorf("--%s = %q (set: %v), want %q", flag, got, ok, want)
@@ -563,7 +566,11 @@ func TestRBACLeastPrivilege(t *testing.T) {
 					t.Errorf("%s: rule %+v has a wildcard", role, r)
 				}
 			}
-			if len(r.NonResourceURLs) != 0 {
+			// Only the role a Prometheus binds reads a non-resource URL:
+			// GET /metrics, which the manager's own endpoint asks about.
+			scrape := role == "ClusterRole "+metricsReaderRole && slices.Equal(r.NonResourceURLs, []string{"/metrics"}) &&
+				slices.Equal(r.Verbs, []string{"get"}) && len(r.Resources) == 0
+			if len(r.NonResourceURLs) != 0 && !scrape {
 				t.Errorf("%s: rule %+v grants non-resource URLs", role, r)
 			}
 			for _, v := range r.Verbs {
@@ -647,7 +654,15 @@ func TestServiceAccountIsBound(t *testing.T) {
 			}
 			continue
 		}
-		if key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName(); !bound[key] {
+		key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+		if u.GetName() == metricsReaderRole {
+			// For the scraper (docs/install.md, "Metrics"), never the manager.
+			if bound[key] {
+				t.Errorf("%s is for Prometheus, but the manager is bound to it", key)
+			}
+			continue
+		}
+		if !bound[key] {
 			t.Errorf("%s is not bound to the manager", key)
 		}
 	}
@@ -688,8 +703,8 @@ func TestMetricsService(t *testing.T) {
 		t.Fatalf("ports = %+v, want one", svc.Spec.Ports)
 	}
 	p := svc.Spec.Ports[0]
-	if p.Name != "http-metrics" || p.Port != 8080 {
-		t.Errorf("port = %s %d, want http-metrics 8080", p.Name, p.Port)
+	if p.Name != "https-metrics" || p.Port != 8443 {
+		t.Errorf("port = %s %d, want https-metrics 8443", p.Name, p.Port)
 	}
 	target := p.TargetPort.IntValue()
 	for _, cp := range managerContainer(t, d).Ports {
@@ -697,8 +712,8 @@ func TestMetricsService(t *testing.T) {
 			target = int(cp.ContainerPort)
 		}
 	}
-	if target != 8080 {
-		t.Errorf("targetPort %s does not reach the manager's metrics port 8080", p.TargetPort.String())
+	if target != 8443 {
+		t.Errorf("targetPort %s does not reach the manager's metrics port 8443", p.TargetPort.String())
 	}
 }
 

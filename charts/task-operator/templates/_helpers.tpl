@@ -25,6 +25,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/*
+The metrics port's name and number: HTTPS on 8443 with metrics.secure (the
+default), plain HTTP on 8080 without.
+*/}}
+{{- define "task-operator.metricsPortName" -}}
+{{ if .Values.metrics.secure }}https-metrics{{ else }}http-metrics{{ end }}
+{{- end -}}
+{{- define "task-operator.metricsPort" -}}
+{{ if .Values.metrics.secure }}8443{{ else }}8080{{ end }}
+{{- end -}}
+
 {{- define "task-operator.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
