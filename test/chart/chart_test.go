@@ -195,7 +195,7 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 		"image":               map[string]any{"repository": "registry.example.com/task-operator", "tag": "v9.9.9"},
 		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
 			"readers": []any{map[string]any{"namespace": "monitoring", "name": "prometheus-k8s"}}},
-		"prometheusRule":      map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
+		"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "kps"}},
 	})
 	kinds := map[string]int{}
 	names := map[string]bool{}
