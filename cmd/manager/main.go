@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/leader"
 	"github.com/taskops/task-operator/internal/metrics"
@@ -84,7 +85,7 @@ func parseFlags() options {
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flag.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
-	flag.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/reconciler/shortcuts.go)")
+	flag.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/fastpath)")
 	flag.Parse()
 	return o
 }
@@ -105,6 +106,15 @@ func metricsOptions(o options) metricsserver.Options {
 		CertDir:        o.metricsCertDir,
 		TLSOpts:        []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	}
+}
+
+// shortcuts are the speed shortcuts both controllers share, or nil
+// (--fast-path=false).
+func shortcuts(on bool) *fastpath.Shortcuts {
+	if !on {
+		return nil
+	}
+	return fastpath.New()
 }
 
 // defaultGCPercent is the garbage collector's target unless GOGC is set.
@@ -203,7 +213,7 @@ func run(o options) error {
 		Logs:      reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
 
 		ServiceAccountOptIn: o.serviceAccountOptIn,
-		NoShortcuts:         !o.fastPath,
+		Shortcuts:           shortcuts(o.fastPath),
 	}
 	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
 		r.Lease = lease

@@ -82,7 +82,7 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	if token := runs.RunNowToken(p.task.Annotations[v1alpha1.AnnotationRunNow], s.RunID, runs.Find(p.runs, s.RunID)); token != "" {
 		job.Annotations[v1alpha1.AnnotationRunNowTokenValue] = token
 	}
-	if created := p.r.created().get(ctrl.ObjectKeyFromObject(job), p.now); created != nil {
+	if created := p.r.Shortcuts.Created(ctrl.ObjectKeyFromObject(job), p.now); created != nil {
 		// Created by an earlier pass of this process; not in the cache yet.
 		p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(created, s.Attempt))
 		return nil
@@ -96,7 +96,7 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	err := p.r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
-		p.r.created().add(job, p.now)
+		p.r.Shortcuts.RememberCreated(job, p.now)
 		metrics.AttemptsTotal.WithLabelValues(string(p.task.Spec.Type), "started").Inc()
 		if s.Scheduled != nil && s.Attempt == 1 {
 			metrics.ScheduleDelay.Observe(p.now.Sub(*s.Scheduled).Seconds())

@@ -15,7 +15,7 @@ import (
 // Jobs, trimmed to what the operator reads (trimJob), no managed fields, and
 // no pods at all (they are read directly and rarely). Tasks are kept whole
 // (minus managed fields): a pass reads their spec, metadata and status.
-// Without shortcuts (NoShortcuts) the Jobs are cached whole, as they are.
+// Without shortcuts (--fast-path=false) the Jobs are cached whole, as they are.
 func CacheOptions(noShortcuts bool) cache.Options {
 	if noShortcuts {
 		return cache.Options{

@@ -70,6 +70,6 @@
 // Several in-process shortcuts make a burst of Tasks cheaper; each only
 // saves requests or time, none is needed for correctness (the
 // deterministic Job names and optimistic locking are), and one switch
-// turns them all off (NoShortcuts, --fast-path=false). shortcuts.go lists
-// them, with the files they live in.
+// turns them all off (a nil TaskReconciler.Shortcuts, --fast-path=false).
+// internal/fastpath holds and lists them.
 package reconciler

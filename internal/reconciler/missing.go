@@ -44,7 +44,7 @@ func (p *pass) findMissingAttempts(ctx context.Context, in *plan.Input) error {
 		}
 		names := jobs.Names(p.task, rec.RunID, rec.Attempts)
 		key := ctrl.ObjectKey{Namespace: p.task.Namespace, Name: names[0]}
-		if created := p.r.created().get(key, p.now); created != nil {
+		if created := p.r.Shortcuts.Created(key, p.now); created != nil {
 			in.Runs = runs.AddAttempt(in.Runs, rec.RunID, scheduled, runs.AttemptOf(created, rec.Attempts))
 			continue
 		}

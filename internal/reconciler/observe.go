@@ -27,7 +27,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	if err != nil {
 		return plan.Input{}, err
 	}
-	p.r.created().seen(jobList)
+	p.r.Shortcuts.SeenJobs(jobList)
 	in := plan.Input{Task: p.task, Now: p.now, Runs: runs.FromJobs(p.task.UID, jobList),
 		Notifications: notify.FromJobs(p.task.UID, jobList)}
 	if err := p.findMissingAttempts(ctx, &in); err != nil {

@@ -33,6 +33,6 @@ func (p *pass) observeQueue(ctx context.Context) (*plan.Queue, error) {
 	}
 	q.Found = true
 	q.Suspended = ptr.Deref(tq.Spec.Suspend, false)
-	q.Admitted = p.r.queueRecords.admitted(tq)
+	q.Admitted = p.r.Shortcuts.Admitted(tq)
 	return q, nil
 }

@@ -12,11 +12,11 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/plan"
@@ -48,26 +48,12 @@ type TaskReconciler struct {
 	// ServiceAccountOptIn refuses (InvalidSpec) Tasks that name a
 	// ServiceAccount unless their namespace opted in (policy.go).
 	ServiceAccountOptIn bool
-	// NoShortcuts turns every speed shortcut off at once (shortcuts.go;
-	// the manager's --fast-path=false): what is left is the operator whose
+	// Shortcuts are the speed shortcuts this controller shares with the
+	// queue controller (internal/fastpath); nil turns them all off (the
+	// manager's --fast-path=false): what is left is the operator whose
 	// correctness the shortcuts must not change, only slower under load.
-	NoShortcuts bool
+	Shortcuts *fastpath.Shortcuts
 
-	// recent holds the Jobs this process created that the cache may not
-	// show yet.
-	recent recentJobs
-	// written holds each Task as this process's last status write left it,
-	// until the cache shows it.
-	written ownWrites
-	// queueWake hands the queue controller the queues whose line a status
-	// write of this process changed (taskqueue_setup.go).
-	queueWake chan event.TypedGenericEvent[*v1alpha1.TaskQueue]
-	// admittedWake brings the passes of Tasks the queue controller just
-	// admitted (taskqueue.go).
-	admittedWake chan event.TypedGenericEvent[*v1alpha1.Task]
-	// queueRecords is each queue's admission record as this process's
-	// queue controller last wrote it (taskqueue.go).
-	queueRecords *queueRecords
 	// newTasks holds the new Tasks queued for their first pass, per
 	// namespace, for fairness between namespaces (fairness.go).
 	newTasks newTasksWaiting
@@ -102,7 +88,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
-	task = r.writes().latest(task)
+	task = r.Shortcuts.Latest(task)
 	if !task.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, task)
 	}
@@ -150,14 +136,14 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		// brings the next pass.
 		log.FromContext(ctx).V(1).Info(actErr.Error())
 		return reconcile.Result{}, nil
-	case actErr == nil && !r.NoShortcuts && p.plan.RecordLater(p.created):
+	case actErr == nil && r.Shortcuts.On() && p.plan.RecordLater(p.created):
 		res := requeueAt(p.plan.Wake, p.now)
 		if res.RequeueAfter > 0 {
 			// The queue merges a requeue with an item already waiting for
 			// the same Task, keeping the higher priority: the new Job's
 			// create event, queued to record it behind work to start, must
 			// not be raised to start priority by this requeue.
-			res.Priority = ptr.To(recordPriority)
+			res.Priority = ptr.To(fastpath.RecordPriority)
 		}
 		return res, nil
 	}
@@ -176,7 +162,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return guards.StandDown(ctx)
 	}
 	if err := r.addFinalizer(ctx, task); err != nil {
-		r.writes().forget(task.UID)
+		r.Shortcuts.ForgetWrite(task.UID)
 		return guards.OnConflict(ctx, fmt.Errorf("adding the finalizer: %w", err))
 	}
 	// The notification Jobs of runs this status ends (notify.go): created
@@ -196,7 +182,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		task.Status = p.computeStatus()
 	}
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
-		r.writes().forget(task.UID)
+		r.Shortcuts.ForgetWrite(task.UID)
 		return guards.OnConflict(ctx, fmt.Errorf("writing the status: %w", err))
 	}
 	// 6. Report what changed between the old and the written status
@@ -223,7 +209,7 @@ func (r *TaskReconciler) writeStatus(ctx context.Context, task *v1alpha1.Task, o
 	if err := r.Client.Status().Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
-	r.writes().record(task, r.Clock.Now())
+	r.Shortcuts.RememberWrite(task, r.Clock.Now())
 	r.wakeQueue(task, old)
 	return nil
 }
@@ -251,5 +237,5 @@ func requeueAt(wake, now time.Time) reconcile.Result {
 	}
 	// A wake-up starts work (a slot, a retry): the default priority, not
 	// the one of the Job event that may have brought this pass.
-	return reconcile.Result{RequeueAfter: d, Priority: ptr.To(startPriority)}
+	return reconcile.Result{RequeueAfter: d, Priority: ptr.To(fastpath.StartPriority)}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // A cron slot shared by more Tasks than the workers take at once: the
-// records of the Jobs created queue behind the starts (priority.go), and
+// records of the Jobs created queue behind the starts (internal/fastpath), and
 // none is lost: every Task shows its run Running soon after, with one Job
 // each.
 func TestEveryTaskOfAFireShowsItsRunningRunSoonAfter(t *testing.T) {

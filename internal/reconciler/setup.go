@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/fastpath"
 )
 
 // ownedJobsIndex indexes Jobs by the UID of their controller.
@@ -49,8 +49,8 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 	if err := IndexQueues(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if r.NoShortcuts {
-		// One plain queue: no priorities (priority.go) without shortcuts.
+	if !r.Shortcuts.On() {
+		// One plain queue: no priorities (internal/fastpath) without shortcuts.
 		opts.UsePriorityQueue = ptr.To(false)
 	}
 	if err := r.setupQueues(mgr, opts); err != nil {
@@ -60,16 +60,16 @@ func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager,
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("task").
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
-		// As Owns(&batchv1.Job{}) would, at a lower priority (priority.go).
-		Watches(&batchv1.Job{}, recordingHandler{owner}).
+		// As Owns(&batchv1.Job{}) would, at a lower priority (internal/fastpath).
+		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}).
 		// An admission starts work: the default priority (taskqueue_setup.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)
-	if !r.NoShortcuts {
+	if r.Shortcuts.On() {
 		// New Tasks once more, at start priority; and the Tasks the queue
 		// controller just admitted, handed over directly.
 		b = b.Watches(&v1alpha1.Task{}, r.newTaskHandler()).
-			WatchesRawSource(source.Channel(r.admittedWake, admittedHandler))
+			WatchesRawSource(r.Shortcuts.AdmittedTasks())
 	}
 	return b.Complete(r)
 }
@@ -92,9 +92,9 @@ func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reco
 			}
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)}
 			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-				prio := startPriority
+				prio := fastpath.StartPriority
 				if r.newTasks.add(req.NamespacedName) {
-					prio = fairStartPriority
+					prio = fastpath.FairStartPriority
 				}
 				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, req)
 				return

@@ -78,7 +78,7 @@ func runSuite(m *testing.M) int {
 	rec = &reconciler.TaskReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("task-operator"), Clock: fakeClock, Jobs: jobOpts, Logs: podLogs,
-		NoShortcuts: testutil.ShortcutsOff(),
+		Shortcuts: testutil.Shortcuts(),
 	}
 	if err := rec.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -143,7 +143,7 @@ func manualReconciler(c client.Client) *reconciler.TaskReconciler {
 	if c == nil {
 		c = manualClient
 	}
-	return &reconciler.TaskReconciler{Client: c, APIReader: manualReader, Clock: fakeClock, Jobs: jobOpts, NoShortcuts: testutil.ShortcutsOff()}
+	return &reconciler.TaskReconciler{Client: c, APIReader: manualReader, Clock: fakeClock, Jobs: jobOpts, Shortcuts: testutil.Shortcuts()}
 }
 
 // --- builders ---------------------------------------------------------------

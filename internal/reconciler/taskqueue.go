@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -12,17 +11,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/admission"
+	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/runs"
 )
@@ -40,64 +38,11 @@ type QueueReconciler struct {
 	Clock     clock.PassiveClock
 	Lease     LeaseHolder
 
-	// written, when set, is the Task reconciler's record of its own status
-	// writes: a Task this process just put in line counts before the
-	// cache shows it (ownwrites.go, peek).
-	written *ownWrites
-	// admittedWake, when set, hands the Task controller each Task whose
-	// attempt a pass admitted, so its Job is created at once, whether or
-	// not the cache (and the TaskQueue watch's index) shows the Task
-	// waiting yet.
-	admittedWake chan<- event.TypedGenericEvent[*v1alpha1.Task]
-	// records, when set, keeps each queue's admission record as this
-	// process last wrote it, for the Task reconciler (observeQueue).
-	records *queueRecords
-}
-
-// queueRecords is each TaskQueue's admission record as this process last
-// wrote it. A Task pass the queue controller wakes right after admitting
-// its attempt must see the admission although the cache may not show the
-// write yet. It only adds what was really admitted (the write succeeded),
-// so it can never start an attempt the queue did not admit.
-type queueRecords struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]queueRecord
-}
-
-// queueRecord is one write: the queue's UID (a queue deleted and created
-// again starts a record of its own) and the Job names it listed.
-type queueRecord struct {
-	uid      types.UID
-	admitted []string
-}
-
-func (q *queueRecords) store(tq *v1alpha1.TaskQueue) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.m == nil {
-		q.m = map[types.NamespacedName]queueRecord{}
-	}
-	q.m[ctrl.ObjectKeyFromObject(tq)] = queueRecord{uid: tq.UID, admitted: tq.Status.Admitted}
-}
-
-// admitted is the union of the cached record and the one this process last
-// wrote, sorted. An entry only the older of the two still lists was
-// released: its Job finished or no Task waits for it, so no pass asks to
-// start it again.
-func (q *queueRecords) admitted(tq *v1alpha1.TaskQueue) []string {
-	cached := tq.Status.Admitted
-	if q == nil {
-		return cached
-	}
-	q.mu.Lock()
-	mine := q.m[ctrl.ObjectKeyFromObject(tq)]
-	q.mu.Unlock()
-	if mine.uid != tq.UID || len(mine.admitted) == 0 {
-		return cached
-	}
-	out := append(slices.Clone(cached), mine.admitted...)
-	slices.Sort(out)
-	return slices.Compact(out)
+	// Shortcuts are the speed shortcuts shared with the Task controller
+	// (internal/fastpath): the Tasks it just put in line count before the
+	// cache shows them, the records written here reach its passes at once,
+	// and so do the Tasks admitted. nil: none.
+	Shortcuts *fastpath.Shortcuts
 }
 
 // +kubebuilder:rbac:groups=batch.taskops.io,resources=taskqueues/status,verbs=get;patch
@@ -136,20 +81,13 @@ func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		if err := r.Client.Status().Patch(ctx, tq, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
 			return guards.OnConflict(ctx, err)
 		}
-		if r.records != nil {
-			r.records.store(tq)
-		}
+		r.Shortcuts.RememberRecord(tq)
 	}
 	for _, w := range d.Admit {
 		log.FromContext(ctx).V(1).Info("admitted", "job", w.JobName, "priority", w.Priority, "since", w.Since, "running", st.Running, "queued", st.Queued)
-		if r.admittedWake != nil {
-			t := &v1alpha1.Task{}
-			t.Namespace, t.Name = tq.Namespace, w.Task
-			select {
-			case r.admittedWake <- event.TypedGenericEvent[*v1alpha1.Task]{Object: t}:
-			default: // full: the TaskQueue watch brings the pass, a little later
-			}
-		}
+		t := &v1alpha1.Task{}
+		t.Namespace, t.Name = tq.Namespace, w.Task
+		r.Shortcuts.HandAdmitted(t) // when dropped, the TaskQueue watch brings the pass, a little later
 		if task := tasks[w.Task]; task != nil && r.Recorder != nil {
 			r.Recorder.Eventf(task, tq, "Normal", string(v1alpha1.EventAdmitted), "Admit",
 				"attempt %s admitted by TaskQueue %s (%d of %d places held)", w.JobName, tq.Name, st.Running, tq.Spec.MaxRunning)
@@ -177,9 +115,7 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 	waited := map[string]bool{}
 	for i := range taskList.Items {
 		t := &taskList.Items[i]
-		if r.written != nil {
-			t = r.written.peek(t)
-		}
+		t = r.Shortcuts.Peek(t)
 		tasks[t.Name] = t
 		if !t.DeletionTimestamp.IsZero() {
 			continue // a deleted Task waits for nothing

@@ -12,14 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/fastpath"
 )
 
 // The indexes queues are read by.
@@ -56,42 +54,27 @@ func IndexQueues(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
-// queueWakeBuffer bounds the wake-ups a Task pass hands the queue
-// controller directly (wakeQueue); when it is full the Task's status event
-// still wakes the queue, only later.
-const queueWakeBuffer = 1024
-
 // wakeQueue tells the queue controller at once that a status write of this
 // process changed what a Task waits for: under a burst the cache (and so
 // the Task watch) lags by seconds.
 func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus) {
-	if r.queueWake == nil || task.Spec.QueueName == "" || slices.Equal(queuedJobNames(task.Status.Queued), queuedJobNames(old.Queued)) {
-		return
-	}
-	tq := &v1alpha1.TaskQueue{}
-	tq.Namespace, tq.Name = task.Namespace, task.Spec.QueueName
-	select {
-	case r.queueWake <- event.TypedGenericEvent[*v1alpha1.TaskQueue]{Object: tq}:
-	default:
+	if !slices.Equal(queuedJobNames(task.Status.Queued), queuedJobNames(old.Queued)) {
+		r.Shortcuts.WakeQueue(task.Namespace, task.Spec.QueueName)
 	}
 }
 
 // setupQueues registers the queue controller, next to the Task controller
 // it shares the cache, the client and the lease with.
 func (r *TaskReconciler) setupQueues(mgr ctrl.Manager, opts controller.Options) error {
-	qr := &QueueReconciler{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Lease: r.Lease}
+	qr := &QueueReconciler{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Clock: r.Clock, Lease: r.Lease, Shortcuts: r.Shortcuts}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("taskqueue").
 		For(&v1alpha1.TaskQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Task{}, taskToQueue{}).
 		Watches(&batchv1.Job{}, jobToQueue{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: opts.RateLimiter, UsePriorityQueue: opts.UsePriorityQueue})
-	if !r.NoShortcuts {
-		r.queueWake = make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], queueWakeBuffer)
-		r.admittedWake = make(chan event.TypedGenericEvent[*v1alpha1.Task], queueWakeBuffer)
-		r.queueRecords = &queueRecords{}
-		qr.written, qr.admittedWake, qr.records = &r.written, r.admittedWake, r.queueRecords
-		b = b.WatchesRawSource(source.Channel(r.queueWake, &handler.TypedEnqueueRequestForObject[*v1alpha1.TaskQueue]{}))
+	if r.Shortcuts.On() {
+		b = b.WatchesRawSource(r.Shortcuts.QueueWakes())
 	}
 	return b.Complete(qr)
 }
@@ -189,29 +172,9 @@ func (h queueToTasks) Update(ctx context.Context, e event.UpdateEvent, q workque
 			return
 		}
 		for i := range list.Items {
-			addAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			fastpath.AddAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
-}
-
-// admittedHandler enqueues the Tasks the queue controller hands over
-// (QueueReconciler.admittedWake) at admitPriority.
-var admittedHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
-	GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		addAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
-	},
-}
-
-// addAdmitted enqueues a Task whose attempt was just admitted at
-// admitPriority: its place is already taken, so its Job goes before the
-// first passes of Tasks that only join the line (a burst of 1000 queued
-// Tasks would otherwise keep the admitted ones waiting behind them).
-func addAdmitted(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request) {
-	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(admitPriority)}, req)
-		return
-	}
-	q.Add(req)
 }
 
 func (h queueToTasks) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/fastpath"
 )
 
 // RepoRoot is the repository's top folder, absolute: where this source
@@ -106,6 +107,15 @@ func StartAPIServer() (*rest.Config, client.Client, func(), error) {
 // the reconcile fuzz target once that way, since a failure with them off
 // is a correctness bug.
 func ShortcutsOff() bool { return os.Getenv("TASK_OPERATOR_FAST_PATH") == "false" }
+
+// Shortcuts are the speed shortcuts of one operator under test: new ones,
+// or nil (off) when ShortcutsOff.
+func Shortcuts() *fastpath.Shortcuts {
+	if ShortcutsOff() {
+		return nil
+	}
+	return fastpath.New()
+}
 
 // SkipWithoutShortcuts skips a test of a speed shortcut itself when the
 // shortcuts are off.

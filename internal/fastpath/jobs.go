@@ -1,4 +1,4 @@
-package reconciler
+package fastpath
 
 import (
 	"sync"
@@ -8,41 +8,41 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// recentTTL bounds how long a created Job is remembered: the cache shows a
+// createdTTL bounds how long a created Job is remembered: the cache shows a
 // new Job within milliseconds, so an entry older than this is stale.
-const recentTTL = time.Minute
+const createdTTL = time.Minute
 
-// recentJobs remembers the Jobs this process created until the cache shows
-// them. A pass that runs right after the one that created a Job (say, for
+// createdJobs remembers the Jobs this process created until the cache shows
+// them (Shortcuts.RememberCreated, Created, SeenJobs). A pass that runs right after the one that created a Job (say, for
 // the Task update the finalizer patch caused) may not see the Job in the
 // cache yet; without this it would try to create it again, which the API
 // server refuses (AlreadyExists) at the cost of two requests. It is only a
 // shortcut: after a restart the deterministic names still prevent a
-// second Job. A nil *recentJobs remembers nothing (shortcuts off).
-type recentJobs struct {
+// second Job. A nil *createdJobs remembers nothing (shortcuts off).
+type createdJobs struct {
 	mu   sync.Mutex
-	jobs map[types.NamespacedName]recentJob
+	jobs map[types.NamespacedName]createdJob
 }
 
-type recentJob struct {
+type createdJob struct {
 	job *batchv1.Job
 	at  time.Time
 }
 
-func (r *recentJobs) add(job *batchv1.Job, now time.Time) {
+func (r *createdJobs) add(job *batchv1.Job, now time.Time) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.jobs == nil {
-		r.jobs = map[types.NamespacedName]recentJob{}
+		r.jobs = map[types.NamespacedName]createdJob{}
 	}
-	r.jobs[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] = recentJob{job: job, at: now}
+	r.jobs[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] = createdJob{job: job, at: now}
 }
 
-// get returns a Job created less than recentTTL ago, or nil.
-func (r *recentJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job {
+// get returns a Job created less than createdTTL ago, or nil.
+func (r *createdJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job {
 	if r == nil {
 		return nil
 	}
@@ -52,7 +52,7 @@ func (r *recentJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job {
 	if !ok {
 		return nil
 	}
-	if now.Sub(e.at) > recentTTL || now.Before(e.at) {
+	if now.Sub(e.at) > createdTTL || now.Before(e.at) {
 		delete(r.jobs, key)
 		return nil
 	}
@@ -60,7 +60,7 @@ func (r *recentJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job {
 }
 
 // seen forgets Jobs the cache now shows.
-func (r *recentJobs) seen(jobs []batchv1.Job) {
+func (r *createdJobs) seen(jobs []batchv1.Job) {
 	if r == nil {
 		return
 	}

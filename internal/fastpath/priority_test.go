@@ -1,4 +1,4 @@
-package reconciler
+package fastpath
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -17,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/testutil"
 )
 
 func TestJobEventsQueueBehindWorkToStart(t *testing.T) {
@@ -26,16 +26,16 @@ func TestJobEventsQueueBehindWorkToStart(t *testing.T) {
 	recorded := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "recorded"}}
 	started := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "started"}}
 
-	atRecordPriority(q).Add(recorded) // a Job event, first
+	AtRecordPriority(q).Add(recorded) // a Job event, first
 	q.Add(started)                    // a new Task, after it
 
 	first, prio, _ := q.GetWithPriority()
-	if first != started || prio != startPriority {
-		t.Fatalf("first out: %v at %d, want %v at %d", first, prio, started, startPriority)
+	if first != started || prio != StartPriority {
+		t.Fatalf("first out: %v at %d, want %v at %d", first, prio, started, StartPriority)
 	}
 	second, prio, _ := q.GetWithPriority()
-	if second != recorded || prio != recordPriority {
-		t.Fatalf("second out: %v at %d, want %v at %d", second, prio, recorded, recordPriority)
+	if second != recorded || prio != RecordPriority {
+		t.Fatalf("second out: %v at %d, want %v at %d", second, prio, recorded, RecordPriority)
 	}
 }
 
@@ -43,10 +43,10 @@ func TestAJobEventDoesNotLowerATaskAlreadyQueuedToStart(t *testing.T) {
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "t"}}
-	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(startPriority)}, req)
-	atRecordPriority(q).Add(req)
-	if _, prio, _ := q.GetWithPriority(); prio != startPriority {
-		t.Fatalf("priority %d, want %d", prio, startPriority)
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(StartPriority)}, req)
+	AtRecordPriority(q).Add(req)
+	if _, prio, _ := q.GetWithPriority(); prio != StartPriority {
+		t.Fatalf("priority %d, want %d", prio, StartPriority)
 	}
 }
 
@@ -56,7 +56,7 @@ func TestAFinishedJobQueuesBehindWorkToStartAndAheadOfOtherRecords(t *testing.T)
 	req := func(name string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 	}
-	h := recordingHandler{handler.EnqueueRequestForOwner(testutil.Scheme(), taskMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}
+	h := RecordingHandler{handler.EnqueueRequestForOwner(taskScheme(), taskMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())}
 	ctx := context.Background()
 
 	created := ownedJob("created")
@@ -70,7 +70,7 @@ func TestAFinishedJobQueuesBehindWorkToStartAndAheadOfOtherRecords(t *testing.T)
 	for _, want := range []struct {
 		name string
 		prio int
-	}{{"started", startPriority}, {"finished", finishPriority}, {"created", recordPriority}} {
+	}{{"started", StartPriority}, {"finished", FinishPriority}, {"created", RecordPriority}} {
 		got, prio, _ := q.GetWithPriority()
 		if got != req(want.name) || prio != want.prio {
 			t.Fatalf("out: %v at %d, want %s at %d", got, prio, want.name, want.prio)
@@ -110,6 +110,15 @@ func ownedJob(task string) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: task + "-job", OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: v1alpha1.GroupVersion.String(), Kind: "Task", Name: task, UID: types.UID(task), Controller: ptr.To(true),
 	}}}}
+}
+
+// taskScheme knows the Task kind.
+func taskScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // taskMapper maps the Task kind for handler.EnqueueRequestForOwner.

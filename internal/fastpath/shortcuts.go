@@ -1,0 +1,154 @@
+package fastpath
+
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+// Shortcuts is the in-process state both controllers share for speed,
+// made once and handed to each (cmd/manager). A nil *Shortcuts is the off
+// switch: every method is then a no-op or returns what the cache says, so
+// the controllers never branch on the switch themselves, and with it off
+// nothing of this package is consulted.
+type Shortcuts struct {
+	jobs    createdJobs
+	writes  ownWrites
+	records queueRecords
+	// queueWake carries the queues whose line a Task's status write
+	// changed; admittedWake the Tasks whose attempt a queue just admitted.
+	queueWake    chan event.TypedGenericEvent[*v1alpha1.TaskQueue]
+	admittedWake chan event.TypedGenericEvent[*v1alpha1.Task]
+}
+
+// wakeBuffer bounds the wake-ups in flight between the controllers; when
+// it is full the cache's watch events still wake the other side, only
+// later.
+const wakeBuffer = 1024
+
+// New returns the shortcuts, all on. Without them, pass nil.
+func New() *Shortcuts {
+	return &Shortcuts{
+		queueWake:    make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], wakeBuffer),
+		admittedWake: make(chan event.TypedGenericEvent[*v1alpha1.Task], wakeBuffer),
+	}
+}
+
+// On reports whether the shortcuts are taken.
+func (s *Shortcuts) On() bool { return s != nil }
+
+// RememberCreated remembers a Job this process created.
+func (s *Shortcuts) RememberCreated(job *batchv1.Job, now time.Time) {
+	if s != nil {
+		s.jobs.add(job, now)
+	}
+}
+
+// Created returns a Job this process created less than a minute ago and
+// the cache does not show yet, or nil.
+func (s *Shortcuts) Created(key types.NamespacedName, now time.Time) *batchv1.Job {
+	if s == nil {
+		return nil
+	}
+	return s.jobs.get(key, now)
+}
+
+// SeenJobs forgets the created Jobs the cache now shows.
+func (s *Shortcuts) SeenJobs(jobs []batchv1.Job) {
+	if s != nil {
+		s.jobs.seen(jobs)
+	}
+}
+
+// RememberWrite remembers task as a successful status write returned it.
+func (s *Shortcuts) RememberWrite(task *v1alpha1.Task, now time.Time) {
+	if s != nil {
+		s.writes.record(task, now)
+	}
+}
+
+// ForgetWrite drops the remembered write of a Task (after a refused one).
+func (s *Shortcuts) ForgetWrite(uid types.UID) {
+	if s != nil {
+		s.writes.forget(uid)
+	}
+}
+
+// Latest is the Task a pass starts from: the cached one, or the one this
+// process's last status write returned while the cache is only behind it.
+func (s *Shortcuts) Latest(cached *v1alpha1.Task) *v1alpha1.Task {
+	if s == nil {
+		return cached
+	}
+	return s.writes.latest(cached)
+}
+
+// Peek is Latest for the queue controller, which only looks: no copy
+// (never change the result), nothing forgotten.
+func (s *Shortcuts) Peek(cached *v1alpha1.Task) *v1alpha1.Task {
+	if s == nil {
+		return cached
+	}
+	return s.writes.peek(cached)
+}
+
+// RememberRecord remembers a queue's admission record as this process
+// wrote it.
+func (s *Shortcuts) RememberRecord(tq *v1alpha1.TaskQueue) {
+	if s != nil {
+		s.records.store(tq)
+	}
+}
+
+// Admitted is the Job names a queue admitted: its cached record, plus what
+// this process's last write of it added.
+func (s *Shortcuts) Admitted(tq *v1alpha1.TaskQueue) []string {
+	if s == nil {
+		return tq.Status.Admitted
+	}
+	return s.records.admitted(tq)
+}
+
+// WakeQueue hands the queue controller the queue ns/name at once (a status
+// write of this process changed who waits in it); a full buffer drops it.
+func (s *Shortcuts) WakeQueue(ns, name string) {
+	if s == nil || name == "" {
+		return
+	}
+	tq := &v1alpha1.TaskQueue{}
+	tq.Namespace, tq.Name = ns, name
+	select {
+	case s.queueWake <- event.TypedGenericEvent[*v1alpha1.TaskQueue]{Object: tq}:
+	default:
+	}
+}
+
+// HandAdmitted hands the Task controller a Task whose attempt was just
+// admitted, so its Job is created at once; a full buffer drops it.
+func (s *Shortcuts) HandAdmitted(task *v1alpha1.Task) {
+	if s == nil {
+		return
+	}
+	select {
+	case s.admittedWake <- event.TypedGenericEvent[*v1alpha1.Task]{Object: task}:
+	default:
+	}
+}
+
+// QueueWakes is the source of WakeQueue's wake-ups, for the queue
+// controller's builder.
+func (s *Shortcuts) QueueWakes() source.Source {
+	return source.Channel(s.queueWake, &handler.TypedEnqueueRequestForObject[*v1alpha1.TaskQueue]{})
+}
+
+// AdmittedTasks is the source of HandAdmitted's Tasks, at AdmitPriority,
+// for the Task controller's builder.
+func (s *Shortcuts) AdmittedTasks() source.Source {
+	return source.Channel(s.admittedWake, AdmittedHandler)
+}
