@@ -32,6 +32,7 @@ import (
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/leader"
 	"github.com/taskops/task-operator/internal/metrics"
+	"github.com/taskops/task-operator/internal/operator"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/version"
 )
@@ -229,8 +230,8 @@ func run(o options) error {
 		// conditions instead, so this never retries a broken spec.
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, errorRetryMax),
 	}
-	if err := r.SetupWithManager(ctx, mgr, opts); err != nil {
-		return fmt.Errorf("setting up the Task controller: %w", err)
+	if err := operator.Setup(ctx, mgr, opts, r); err != nil {
+		return err
 	}
 	metrics.Register(mgr.GetCache(), mgr.Elected())
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

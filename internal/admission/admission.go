@@ -3,7 +3,7 @@
 // admitted next, in priority order, first come first served within a
 // priority. It is pure: a function of the queue's stored admission record,
 // what its Jobs say and what its Tasks wait for, table-tested without an
-// API server. The queue reconciler (internal/reconciler/taskqueue.go) only
+// API server. The queue reconciler (internal/taskqueue) only
 // reads the inputs and writes the result.
 //
 // The admission record (TaskQueue status.admitted) is the cap's single

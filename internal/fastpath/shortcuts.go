@@ -5,6 +5,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -151,4 +153,13 @@ func (s *Shortcuts) QueueWakes() source.Source {
 // for the Task controller's builder.
 func (s *Shortcuts) AdmittedTasks() source.Source {
 	return source.Channel(s.admittedWake, AdmittedHandler)
+}
+
+// ControllerOptions are opts for either controller: without shortcuts one
+// plain work queue, no priorities.
+func (s *Shortcuts) ControllerOptions(opts controller.Options) controller.Options {
+	if s == nil {
+		opts.UsePriorityQueue = ptr.To(false)
+	}
+	return opts
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/index"
 )
 
 // CacheOptions keeps the manager's cache small: only the operator's own
@@ -39,7 +40,7 @@ func CacheOptions(noShortcuts bool) cache.Options {
 }
 
 // trimJob is the cache transform of Jobs. The operator reads a cached Job
-// only through listJobs (by the ownedJobsIndex) and then runs.FromJobs /
+// only through listJobs (by index.OwnedJobs) and then runs.FromJobs /
 // runs.AttemptOf, deleteJobs, and the Owns(Job) event handler, so the cache
 // keeps exactly what those read:
 //
@@ -116,7 +117,7 @@ func trimJob(obj any) (any, error) {
 // of annotations; the cache keeps only what the operator wrote. Returns
 // the Job's own map when nothing is dropped.
 func ownAnnotations(job *batchv1.Job) map[string]string {
-	if !taskControlled(job) {
+	if !index.TaskControlled(job) {
 		return nil
 	}
 	prefix := v1alpha1.GroupVersion.Group + "/"

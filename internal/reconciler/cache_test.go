@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/runs"
@@ -142,7 +143,7 @@ func TestJobCacheTransform(t *testing.T) {
 	// The reconciler's view of the trimmed Job is the full Job's: the index,
 	// the runs and each attempt (phase, reason, message, times, generation,
 	// run-now token, pods started), over the states an attempt goes through.
-	if a, b := reconciler.JobControllerUID(got), reconciler.JobControllerUID(orig); len(a) != 1 || a[0] != b[0] {
+	if a, b := index.JobControllerUID(got), index.JobControllerUID(orig); len(a) != 1 || a[0] != b[0] {
 		t.Errorf("JobControllerUID = %v, want %v", a, b)
 	}
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(d).Truncate(time.Second)) }

@@ -1,4 +1,7 @@
-// Package reconciler is the operator's only I/O: it turns Tasks into Jobs.
+// Package reconciler is the Task controller: it turns Tasks into Jobs. The
+// TaskQueue controller is internal/taskqueue; internal/operator wires the
+// two, with the indexes (internal/index) and speed shortcuts
+// (internal/fastpath) they share.
 // The decisions are pure and live elsewhere (internal/plan decides a pass,
 // internal/status computes the status, internal/retry and
 // internal/scheduler are the planners the plan chains); this package reads
@@ -52,9 +55,9 @@
 //     why the Job controller could not create an attempt's pods (its
 //     FailedCreate event: a quota waits, anything else is broken);
 //     policy.go: the --service-accounts-opt-in check;
-//   - taskqueue.go, taskqueue_setup.go: the queue reconciler, which keeps
-//     each TaskQueue's admission record (internal/admission decides), its
-//     watches and the indexes both controllers read queues by;
+//   - queuewatch.go: the TaskQueue events that wake Tasks (an admission,
+//     a queue appearing, going or suspended) and the wake-up a status
+//     write hands the queue controller;
 //   - jobrefused.go: a Job the API server refuses for a reason the spec
 //     does not decide (JobRefused, a quota on Jobs), rechecked slowly;
 //   - notify.go: the notification Jobs of ended runs (spec.notify) and
@@ -62,7 +65,7 @@
 //   - fairness.go: new Tasks of a namespace beyond its fair share wait
 //     behind other namespaces' (the work queue's order);
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;
-//   - setup.go: the controller, its watches and the Job index; cache.go:
+//   - setup.go: the controller and its watches; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.
 //
 // # Shortcuts taken for speed

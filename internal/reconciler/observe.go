@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/plan"
@@ -159,6 +160,6 @@ func (p *pass) observeHeld(ctx context.Context, in *plan.Input) error {
 // listJobs lists the Jobs the Task controls, from the cache.
 func (r *TaskReconciler) listJobs(ctx context.Context, task *v1alpha1.Task) ([]batchv1.Job, error) {
 	var list batchv1.JobList
-	err := r.Client.List(ctx, &list, ctrl.InNamespace(task.Namespace), ctrl.MatchingFields{ownedJobsIndex: string(task.UID)})
+	err := r.Client.List(ctx, &list, ctrl.InNamespace(task.Namespace), ctrl.MatchingFields{index.OwnedJobs: string(task.UID)})
 	return list.Items, err
 }

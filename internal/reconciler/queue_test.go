@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/taskqueue"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
@@ -293,7 +293,7 @@ func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 	// 32 more reconciles of the same queue, from a second cache, race the
 	// operator's own after every change of the record: as a second replica
 	// or an old leader would.
-	second := &reconciler.QueueReconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
+	second := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)}
 	var maxRecord sync.Map
 	raced := make(chan struct{})

@@ -21,48 +21,16 @@ import (
 	"github.com/taskops/task-operator/internal/fastpath"
 )
 
-// ownedJobsIndex indexes Jobs by the UID of their controller.
-const ownedJobsIndex = ".metadata.controllerUID"
-
-// JobControllerUID is the index function of ownedJobsIndex.
-func JobControllerUID(obj client.Object) []string {
-	job := obj.(*batchv1.Job)
-	for _, ref := range job.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "Task" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-			return []string{string(ref.UID)}
-		}
-	}
-	return nil
-}
-
-// IndexJobs adds the index the reconciler lists a Task's Jobs by.
-func IndexJobs(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &batchv1.Job{}, ownedJobsIndex, JobControllerUID)
-}
-
-// SetupWithManager registers the Task controller, the queue controller
-// (taskqueue.go) and their indexes with mgr.
-func (r *TaskReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := IndexJobs(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	if err := IndexQueues(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	if !r.Shortcuts.On() {
-		// One plain queue: no priorities (internal/fastpath) without shortcuts.
-		opts.UsePriorityQueue = ptr.To(false)
-	}
-	if err := r.setupQueues(mgr, opts); err != nil {
-		return err
-	}
+// SetupWithManager registers the Task controller with mgr (the indexes it
+// lists by are internal/index's; internal/operator wires both controllers).
+func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.Task{}, handler.OnlyControllerOwner())
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("task").
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (internal/fastpath).
 		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}).
-		// An admission starts work: the default priority (taskqueue_setup.go).
+		// An admission starts work: the default priority (queuewatch.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)
 	if r.Shortcuts.On() {

@@ -28,8 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/metrics"
+	"github.com/taskops/task-operator/internal/operator"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/testutil"
 )
@@ -80,7 +82,7 @@ func runSuite(m *testing.M) int {
 		Recorder: mgr.GetEventRecorder("task-operator"), Clock: fakeClock, Jobs: jobOpts, Logs: podLogs,
 		Shortcuts: testutil.Shortcuts(),
 	}
-	if err := rec.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+	if err := operator.Setup(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}, rec); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -101,11 +103,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := reconciler.IndexJobs(ctx, manualMgr.GetFieldIndexer()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := reconciler.IndexQueues(ctx, manualMgr.GetFieldIndexer()); err != nil {
+	if err := index.Add(ctx, manualMgr.GetFieldIndexer()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

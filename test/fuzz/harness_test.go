@@ -27,6 +27,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/testutil"
@@ -143,7 +144,7 @@ func startHarness() (*harness, error) {
 		hs.stop()
 		return nil, err
 	}
-	if err := reconciler.IndexJobs(hs.ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := index.Add(hs.ctx, mgr.GetFieldIndexer()); err != nil {
 		hs.stop()
 		return nil, err
 	}

@@ -1,9 +1,14 @@
-package reconciler
+// Package taskqueue is the TaskQueue controller: it keeps each queue's
+// admission record (internal/admission decides who is admitted) and its
+// Ready condition. reconciler.go is the pass (observe, decide, one status
+// write, hand the admitted Tasks over); setup.go its watches. The Task
+// controller (internal/reconciler) reads the record and starts the
+// admitted attempts; internal/operator wires the two.
+package taskqueue
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,21 +27,22 @@ import (
 	"github.com/taskops/task-operator/internal/admission"
 	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/guards"
+	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/runs"
 )
 
-// QueueReconciler keeps a TaskQueue's admission record: it releases the
+// Reconciler keeps a TaskQueue's admission record: it releases the
 // places of finished attempts and admits the waiting ones in order
 // (internal/admission decides). Passes are driven by events only: a Job of
 // the queue finishing, a Task of the queue starting to wait or going, the
 // queue's spec changing. No poll loop: each of those is what frees a place
 // or adds to the line.
-type QueueReconciler struct {
+type Reconciler struct {
 	Client    ctrl.Client
 	APIReader ctrl.Reader
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
-	Lease     LeaseHolder
+	Lease     guards.Lease
 
 	// Shortcuts are the speed shortcuts shared with the Task controller
 	// (internal/fastpath): the Tasks it just put in line count before the
@@ -50,7 +56,7 @@ type QueueReconciler struct {
 // Reconcile decides one TaskQueue pass and writes its status once, with
 // optimistic locking: the write is what takes a place, so a pass that lost
 // a race takes none and runs again from the winner's record.
-func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if !guards.Held(r.Lease) {
 		return guards.StandDown(ctx)
 	}
@@ -102,13 +108,13 @@ func (r *QueueReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 // read from the API server before it is released: the cache may not show
 // a Job just created yet, and releasing its place would let the cap be
 // exceeded.
-func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admission.Input, map[string]*v1alpha1.Task, error) {
+func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admission.Input, map[string]*v1alpha1.Task, error) {
 	in := admission.Input{
 		MaxRunning: tq.Spec.MaxRunning, Suspended: ptr.Deref(tq.Spec.Suspend, false),
 		Admitted: tq.Status.Admitted, Jobs: map[string]admission.JobState{},
 	}
 	var taskList v1alpha1.TaskList
-	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{taskQueueIndex: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.TaskQueue: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, err
 	}
 	tasks := make(map[string]*v1alpha1.Task, len(taskList.Items))
@@ -129,11 +135,11 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 		}
 	}
 	var jobList batchv1.JobList
-	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{jobQueueIndex: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.JobQueue: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, err
 	}
 	for i := range jobList.Items {
-		if job := &jobList.Items[i]; taskControlled(job) {
+		if job := &jobList.Items[i]; index.TaskControlled(job) {
 			in.Jobs[job.Name] = jobState(job)
 		}
 	}
@@ -147,18 +153,12 @@ func (r *QueueReconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return in, nil, err
-		case taskControlled(job):
+		case index.TaskControlled(job):
 			in.Jobs[name] = jobState(job)
 		}
 	}
 	return in, tasks, nil
 }
-
-// taskControlled reports whether a Task controls job, as the Job index
-// reads it (JobControllerUID): only those count in a queue. The queue
-// label is one anyone who may create Jobs can set, and a foreign Job
-// carrying it must not take a place.
-func taskControlled(job *batchv1.Job) bool { return len(JobControllerUID(job)) > 0 }
 
 // jobState is whether a Job's attempt still holds its place: while it is
 // active, and, once stopped, until its pods are gone (a stopped attempt's
@@ -179,14 +179,4 @@ func setQueueReady(tq *v1alpha1.TaskQueue, now time.Time) {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(v1alpha1.ReasonQueueSuspended), "spec.suspend is true: admits nothing new; active attempts finish"
 	}
 	meta.SetStatusCondition(&tq.Status.Conditions, c)
-}
-
-// queuedJobNames are the Job names of a Task's status.queued, sorted.
-func queuedJobNames(queued []v1alpha1.QueuedAttempt) []string {
-	out := make([]string, 0, len(queued))
-	for _, q := range queued {
-		out = append(out, q.JobName)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -1,0 +1,80 @@
+// Package index holds the cache's field indexes both controllers read
+// by, and the index functions: a Task's Jobs by their controller, a
+// queue's Tasks and Jobs, and the Tasks waiting for a Job name. Add
+// registers them all before the manager starts.
+package index
+
+import (
+	"context"
+	"slices"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+const (
+	// OwnedJobs indexes Jobs by the UID of the Task that controls them.
+	OwnedJobs = ".metadata.controllerUID"
+	// TaskQueue indexes Tasks by spec.queueName.
+	TaskQueue = ".spec.queueName"
+	// QueuedJob indexes Tasks by the Job names they wait to have admitted
+	// (status.queued), so an admission wakes exactly their Tasks.
+	QueuedJob = ".status.queued.jobName"
+	// JobQueue indexes Jobs by the queue that admitted them (label).
+	JobQueue = ".metadata.labels.queue"
+)
+
+// Add registers every index.
+func Add(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &batchv1.Job{}, OwnedJobs, JobControllerUID); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, TaskQueue, func(o client.Object) []string {
+		if q := o.(*v1alpha1.Task).Spec.QueueName; q != "" {
+			return []string{q}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, QueuedJob, func(o client.Object) []string {
+		return QueuedJobNames(o.(*v1alpha1.Task).Status.Queued)
+	}); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &batchv1.Job{}, JobQueue, func(o client.Object) []string {
+		if q := o.GetLabels()[v1alpha1.LabelQueue]; q != "" {
+			return []string{q}
+		}
+		return nil
+	})
+}
+
+// JobControllerUID is the index function of OwnedJobs: the UID of the Task
+// that controls the Job, if one does.
+func JobControllerUID(obj client.Object) []string {
+	job := obj.(*batchv1.Job)
+	for _, ref := range job.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "Task" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+			return []string{string(ref.UID)}
+		}
+	}
+	return nil
+}
+
+// TaskControlled reports whether a Task controls job, as OwnedJobs reads
+// it: only those count in a queue. The queue label is one anyone who may
+// create Jobs can set, and a foreign Job carrying it must not take a place.
+func TaskControlled(job *batchv1.Job) bool { return len(JobControllerUID(job)) > 0 }
+
+// QueuedJobNames are the Job names of a Task's status.queued, sorted.
+func QueuedJobNames(queued []v1alpha1.QueuedAttempt) []string {
+	out := make([]string, 0, len(queued))
+	for _, q := range queued {
+		out = append(out, q.JobName)
+	}
+	slices.Sort(out)
+	return out
+}
