@@ -28,6 +28,9 @@ var forbidden = []string{
 	"sigs.k8s.io/controller-runtime/pkg/client",
 	"k8s.io/client-go/kubernetes",
 	module + "internal/reconciler",
+	module + "internal/taskqueue",
+	module + "internal/operator",
+	module + "internal/fastpath",
 	module + "internal/httprunner",
 	module + "internal/notify/sender",
 }
@@ -83,6 +86,37 @@ func TestTheOperatorLinksNoRunner(t *testing.T) {
 		for _, dep := range strings.Fields(string(out)) {
 			if dep == module+"internal/httprunner" || dep == module+"internal/notify/sender" {
 				t.Errorf("%s depends on %s", p, dep)
+			}
+		}
+	}
+}
+
+// The house's walls: cmd -> internal/operator -> the two controllers
+// (internal/reconciler for Tasks, internal/taskqueue for TaskQueues) ->
+// what they share (internal/fastpath, internal/guards, internal/index) ->
+// the pure deciders -> api. No package depends on one above it, and the
+// controllers never on each other: what they share is handed to both.
+func TestTheLayersPointOnlyDown(t *testing.T) {
+	above := map[string][]string{
+		"internal/reconciler": {"internal/taskqueue", "internal/operator"},
+		"internal/taskqueue":  {"internal/reconciler", "internal/operator"},
+		"internal/fastpath":   {"internal/reconciler", "internal/taskqueue", "internal/operator"},
+		"internal/guards":     {"internal/reconciler", "internal/taskqueue", "internal/operator", "internal/fastpath"},
+		"internal/index":      {"internal/reconciler", "internal/taskqueue", "internal/operator", "internal/fastpath"},
+	}
+	for p, banned := range above {
+		cmd := exec.Command("go", "list", "-deps", "./"+p)
+		cmd.Dir = testutil.RepoRoot()
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", p, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, b := range banned {
+			for _, d := range deps {
+				if d == module+b {
+					t.Errorf("%s depends on %s, a layer above it", p, b)
+				}
 			}
 		}
 	}
