@@ -2,10 +2,11 @@ package httprunner
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseEnvReadsTheRequestDefinition(t *testing.T) {
@@ -77,8 +78,8 @@ func TestParseEnvReadsTheRequestDefinition(t *testing.T) {
 				t.Errorf("URL = %v, want %s", got.URL, tc.want.RawURL)
 			}
 			got.URL = nil
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

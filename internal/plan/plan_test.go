@@ -1,10 +1,11 @@
 package plan_test
 
 import (
-	"k8s.io/utils/ptr"
-	"reflect"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,8 +191,8 @@ func TestDecide(t *testing.T) {
 			tt.in.Now = now
 			got := plan.Decide(tt.in)
 			got.Schedule = tt.want.Schedule // the scheduler's part has its own tests
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Decide:\n got  %+v (problem %+v)\n want %+v (problem %+v)", got, got.Problem, tt.want, tt.want.Problem)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -312,8 +313,8 @@ func TestACancelTokenStopsEveryUnfinishedRun(t *testing.T) {
 			tt.in.Now = now
 			got := plan.Decide(tt.in)
 			got.Schedule = tt.want.Schedule
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Decide:\n got  %+v\n want %+v", got, tt.want)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -323,8 +324,8 @@ func TestAFailedHTTPAttemptsRetryAfterIsKeptAndSetsTheNextAttempt(t *testing.T) 
 	run := testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "503").Obj()
 	got := plan.Decide(plan.Input{Task: task(testutil.HTTP("https://example.com/hook")), Runs: []runs.Run{run}, Now: now,
 		RetryAfter: map[string]int64{"t-0-1": 45}})
-	if want := map[string]int64{"t-0-1": 45}; !reflect.DeepEqual(got.RecordRetryAfter, want) {
-		t.Errorf("RecordRetryAfter = %v, want %v", got.RecordRetryAfter, want)
+	if diff := cmp.Diff(map[string]int64{"t-0-1": 45}, got.RecordRetryAfter); diff != "" {
+		t.Errorf("RecordRetryAfter (-want +got):\n%s", diff)
 	}
 	if want := ago(time.Second).Add(45 * time.Second); !got.Wake.Equal(want) || len(got.Start) != 0 {
 		t.Errorf("wake %s, start %v; want the retry at %s (the server's 45 s, not the 10 s backoff)", got.Wake, got.Start, want)

@@ -2,10 +2,11 @@ package reconciler_test
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -183,12 +184,12 @@ func TestJobCacheTransform(t *testing.T) {
 			out, err := transform(full.DeepCopy())
 			must(t, err)
 			trimmed := out.(*batchv1.Job)
-			if a, b := runs.AttemptOf(trimmed, 2), runs.AttemptOf(full, 2); !reflect.DeepEqual(a, b) {
-				t.Errorf("attempt of the cached Job:\n got %+v\nwant %+v", a, b)
+			if a, b := runs.AttemptOf(trimmed, 2), runs.AttemptOf(full, 2); !cmp.Equal(a, b) {
+				t.Errorf("attempt of the cached Job (-full +cached):\n%s", cmp.Diff(b, a))
 			}
 			a, b := runs.FromJobs(task.UID, []batchv1.Job{*trimmed}), runs.FromJobs(task.UID, []batchv1.Job{*full})
-			if !reflect.DeepEqual(a, b) || len(a) != 1 {
-				t.Errorf("runs of the cached Job:\n got %+v\nwant %+v", a, b)
+			if !cmp.Equal(a, b) || len(a) != 1 {
+				t.Errorf("runs of the cached Job (-full +cached):\n%s", cmp.Diff(b, a))
 			}
 			// Idempotent: a trimmed Job passes through unchanged.
 			again, err := transform(trimmed)
@@ -251,8 +252,8 @@ func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
 	if len(cached.ManagedFields) != 0 || len(cached.Status.Conditions) != 1 || cached.Status.CompletedIndexes != "" {
 		t.Errorf("cached Job not trimmed: managedFields %d, status %+v", len(cached.ManagedFields), cached.Status)
 	}
-	if a, b := runs.AttemptOf(cached, 1), runs.AttemptOf(full, 1); !reflect.DeepEqual(a, b) || a.Phase != runs.Succeeded {
-		t.Errorf("attempt from the cache:\n got %+v\nwant %+v (Succeeded)", a, b)
+	if a, b := runs.AttemptOf(cached, 1), runs.AttemptOf(full, 1); !cmp.Equal(a, b) || a.Phase != runs.Succeeded {
+		t.Errorf("attempt from the cache, %s (-full +cached):\n%s", a.Phase, cmp.Diff(b, a))
 	}
 	var list batchv1.JobList
 	must(t, manualClient.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{".metadata.controllerUID": string(task.UID)}))

@@ -1,9 +1,10 @@
 package scheduler
 
 import (
-	"reflect"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -244,8 +245,8 @@ func TestPlanRuns(t *testing.T) {
 				t.Fatal("a cron Task's plan has no slots")
 			}
 			got.Slots = nil
-			if !reflect.DeepEqual(normalize(got), normalize(c.want)) {
-				t.Fatalf("PlanRuns() =\n  %+v\nwant\n  %+v", got, c.want)
+			if diff := cmp.Diff(normalize(c.want), normalize(got)); diff != "" {
+				t.Fatalf("PlanRuns() (-want +got):\n%s", diff)
 			}
 		})
 	}
