@@ -52,8 +52,10 @@ func TestActErrorBranches(t *testing.T) {
 		wantJobs    int
 	}{
 		{
-			name:   "a policy refusing the Job is JobRefused, rechecked later, no error",
-			create: func(*batchv1.Job) error { return apierrors.NewForbidden(jobGR, "x", errors.New("denied by policy require-team-label")) },
+			name: "a policy refusing the Job is JobRefused, rechecked later, no error",
+			create: func(*batchv1.Job) error {
+				return apierrors.NewForbidden(jobGR, "x", errors.New("denied by policy require-team-label"))
+			},
 			wantRequeue: true, wantReason: v1alpha1.ReasonJobRefused,
 		},
 		{
@@ -64,8 +66,10 @@ func TestActErrorBranches(t *testing.T) {
 			wantRequeue: true, wantReason: v1alpha1.ReasonWaitingForCapacity,
 		},
 		{
-			name:       "a Job the API server finds invalid makes the spec InvalidSpec, without a retry loop",
-			create:     func(*batchv1.Job) error { return apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, "x", nil) },
+			name: "a Job the API server finds invalid makes the spec InvalidSpec, without a retry loop",
+			create: func(*batchv1.Job) error {
+				return apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, "x", nil)
+			},
 			wantReason: v1alpha1.ReasonInvalidSpec,
 		},
 		{
