@@ -29,6 +29,7 @@
 # every port is picked free at `up`.
 #   kubeconfig          admin kubeconfig (exists only while the cluster is up)
 #   cluster.env         ports, bin folder, node name, settings (sourceable)
+#   cluster.json        the same, as one JSON object of strings (for Go: test/harness)
 #   logs/NAME.log       one per component (NAME.log.prev: the run before); kept by down
 #   pids/NAME.pid       one per component
 #   pki/                CA, serving and client certificates, service-account
@@ -50,8 +51,6 @@
 #   LOCAL_CLUSTER_DIR           default for --dir
 #   LOCAL_CLUSTER_NODE_PODS     pods the fake node can hold (default 1000)
 #   LOCAL_CLUSTER_TIMEOUT       seconds `up` waits for each readiness step (default 120)
-#   LOCAL_CLUSTER_PKI           openssl | go: how certificates are made (default:
-#                               openssl when installed, else hack/local-cluster/ via go run)
 #   KUBEBUILDER_ASSETS          honoured by hack/k8s-binaries.sh
 #
 # Pods on the real node run for real: the images it has are the pause and
@@ -152,6 +151,7 @@ set_dir() { # set_dir DIR: absolute path (without creating it) and the paths ins
   logs=$dir/logs
   pids=$dir/pids
   state_env=$dir/cluster.env
+  state_json=$dir/cluster.json
   kubeconfig=$dir/kubeconfig
 }
 
@@ -161,16 +161,28 @@ load_state() { # load_state: the ports and bin folder recorded by `up`; false wh
   source "$state_env"
 }
 
-write_state() {
+readonly STATE_VARS=(BIN_DIR ETCD_PORT ETCD_PEER_PORT APISERVER_PORT APISERVER_HOST KCM_PORT SCHEDULER_PORT NODE_NAME KUBECONFIG_PATH SETTINGS
+  NODE_MODE REAL_NODE_NAME BRIDGE_NAME BRIDGE_IP POD_SUBNET CGROUP_ROOT KUBELET_PORT KUBELET_HEALTHZ_PORT)
+
+json_string() { # json_string VALUE: VALUE as a JSON string (the state's values are paths, names, numbers)
+  local v=${1//\\/\\\\}
+  v=${v//\"/\\\"}
+  printf '"%s"' "$v"
+}
+
+write_state() { # write_state: cluster.env for the script and callers that source it, cluster.json for Go
+  local v sep=
   {
     echo "# Written by hack/local-cluster.sh up; read by its other commands and free for callers to source."
-    local v
-    for v in BIN_DIR ETCD_PORT ETCD_PEER_PORT APISERVER_PORT APISERVER_HOST KCM_PORT SCHEDULER_PORT NODE_NAME KUBECONFIG_PATH SETTINGS \
-      NODE_MODE REAL_NODE_NAME BRIDGE_NAME BRIDGE_IP POD_SUBNET CGROUP_ROOT KUBELET_PORT KUBELET_HEALTHZ_PORT; do
-      printf '%s=%q\n' "$v" "${!v:-}"
-    done
+    for v in "${STATE_VARS[@]}"; do printf '%s=%q\n' "$v" "${!v:-}"; done
   } >"$state_env.tmp"
+  {
+    printf '{'
+    for v in "${STATE_VARS[@]}"; do printf '%s\n  %s: %s' "$sep" "$(json_string "$v")" "$(json_string "${!v:-}")"; sep=,; done
+    printf '\n}\n'
+  } >"$state_json.tmp"
   mv "$state_env.tmp" "$state_env"
+  mv "$state_json.tmp" "$state_json"
 }
 
 kc() { "$BIN_DIR/kubectl" --kubeconfig="$kubeconfig" --request-timeout=10s "$@"; }
@@ -354,86 +366,20 @@ readonly APISERVER_DNS=(localhost kubernetes kubernetes.default kubernetes.defau
 # it serves then so that pods reach it without kube-proxy.
 APISERVER_IPS=(127.0.0.1 "$SERVICE_IP")
 
-gen_pki() {
-  local how=${LOCAL_CLUSTER_PKI:-}
-  if [ -z "$how" ]; then
-    if command -v openssl >/dev/null; then how=openssl; else how=go; fi
-  fi
-  rm -rf "$pki"
-  mkdir -p "$pki"
-  case "$how" in
-    openssl) gen_pki_openssl ;;
-    go) gen_pki_go ;;
-    *) die "LOCAL_CLUSTER_PKI must be openssl or go, not '$how'" ;;
-  esac
-  chmod 600 "$pki"/*.key
-  log "made certificates and keys ($how)"
-}
-
-gen_pki_openssl() {
-  # Our own minimal config: distro openssl.cnf files differ, and -addext
-  # clashes with extensions some of them add by default.
-  local cnf=$pki/openssl.cnf i
-  {
-    echo '[req]'
-    echo 'distinguished_name = dn'
-    echo 'prompt = no'
-    echo '[dn]'
-    echo '[ca]'
-    echo 'basicConstraints = critical,CA:TRUE'
-    echo 'keyUsage = critical,keyCertSign,cRLSign,digitalSignature'
-    echo 'subjectKeyIdentifier = hash'
-    echo '[server]'
-    echo 'basicConstraints = critical,CA:FALSE'
-    echo 'keyUsage = critical,digitalSignature,keyEncipherment'
-    echo 'extendedKeyUsage = serverAuth'
-    echo 'subjectAltName = @alt'
-    echo '[client]'
-    echo 'basicConstraints = critical,CA:FALSE'
-    echo 'keyUsage = critical,digitalSignature,keyEncipherment'
-    echo 'extendedKeyUsage = clientAuth'
-    echo '[alt]'
-    for i in "${!APISERVER_DNS[@]}"; do echo "DNS.$((i + 1)) = ${APISERVER_DNS[$i]}"; done
-    for i in "${!APISERVER_IPS[@]}"; do echo "IP.$((i + 1)) = ${APISERVER_IPS[$i]}"; done
-  } >"$cnf"
-
-  ossl() { openssl "$@" 2>"$pki/openssl.err" || { cat "$pki/openssl.err" >&2; die "openssl $1 failed"; }; }
-  eckey() { ossl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1"; }
-  issue() { # issue NAME SUBJECT EXTENSIONS
-    eckey "$pki/$1.key"
-    ossl req -new -key "$pki/$1.key" -subj "$2" -config "$cnf" -out "$pki/$1.csr"
-    ossl x509 -req -in "$pki/$1.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-      -CAserial "$pki/ca.srl" -days 3650 -sha256 -extfile "$cnf" -extensions "$3" -out "$pki/$1.crt"
-    rm -f "$pki/$1.csr"
-  }
-
-  eckey "$pki/ca.key"
-  ossl req -x509 -new -key "$pki/ca.key" -subj "/CN=local-cluster-ca" -days 3650 -sha256 \
-    -config "$cnf" -extensions ca -out "$pki/ca.crt"
-  issue apiserver "/CN=kube-apiserver" server
-  local entry name cn org
-  for entry in "${CLIENTS[@]}"; do
-    read -r name cn org <<<"$entry"
-    if [ "$org" = - ]; then issue "$name" "/CN=$cn" client; else issue "$name" "/O=$org/CN=$cn" client; fi
-  done
-  # Service-account token signing key pair (RS256, what every client expects).
-  ossl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key"
-  ossl pkey -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
-  rm -f "$pki/openssl.err"
-}
-
-gen_pki_go() {
-  # Same files as gen_pki_openssl, from a standard-library-only Go program.
-  command -v go >/dev/null || die "need openssl or go to make certificates"
+gen_pki() { # gen_pki: the CA, the API server's and every client's certificate and key, the SA key pair (hack/local-cluster, Go)
   local clients=() entry name cn org
   for entry in "${CLIENTS[@]}"; do
     read -r name cn org <<<"$entry"
     [ "$org" = - ] && org=
     clients+=(-client "$name,$cn,$org")
   done
+  rm -rf "$pki"
+  mkdir -p "$pki"
   (cd "$root" && go run ./hack/local-cluster -out "$pki" \
     -dns "$(IFS=,; echo "${APISERVER_DNS[*]}")" -ips "$(IFS=,; echo "${APISERVER_IPS[*]}")" \
     "${clients[@]}") || die "certificate generation (go run ./hack/local-cluster) failed"
+  chmod 600 "$pki"/*.key
+  log "made certificates and keys"
 }
 
 b64() { base64 <"$1" | tr -d '\n'; } # portable: GNU and BSD base64 differ in wrap flags

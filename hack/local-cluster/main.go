@@ -1,14 +1,13 @@
 // Command local-cluster makes the certificates and keys of the local control
-// plane (hack/local-cluster.sh) on machines without openssl. It writes the same
-// files the script's openssl path writes, into -out:
+// plane (hack/local-cluster.sh: the one way they are made). It writes, into
+// -out:
 //
 //	ca.crt, ca.key                 the cluster CA (signs everything below)
 //	apiserver.crt, apiserver.key   kube-apiserver serving certificate (-dns, -ips)
 //	NAME.crt, NAME.key             one client certificate per -client NAME,CN,O
 //	sa.key, sa.pub                 service-account token signing key pair (RSA)
 //
-// Usage (run by hack/local-cluster.sh when LOCAL_CLUSTER_PKI=go or openssl is
-// missing):
+// Usage (run by hack/local-cluster.sh up):
 //
 //	go run ./hack/local-cluster -out DIR -dns localhost,kubernetes -ips 127.0.0.1 \
 //	    -client admin,kubernetes-admin,system:masters -client kube-scheduler,system:kube-scheduler,

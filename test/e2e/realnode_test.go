@@ -243,7 +243,7 @@ func listenOnBridge(t *testing.T) net.Listener {
 	}
 	ip := state["BRIDGE_IP"]
 	if ip == "" {
-		t.Fatal("the cluster has no BRIDGE_IP in cluster.env")
+		t.Fatal("the cluster has no BRIDGE_IP in cluster.json")
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {

@@ -1,8 +1,8 @@
 package harness
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -161,43 +161,18 @@ func (c *Cluster) RunKubectl(ctx context.Context, args ...string) (string, error
 	return strings.TrimSpace(string(out)), err
 }
 
-// State is the cluster's cluster.env (ports, bin folder, settings).
+// State is the cluster's state as `up` recorded it (cluster.json: ports,
+// bin folder, node mode, settings), keyed as in cluster.env.
 func (c *Cluster) State() (map[string]string, error) {
-	f, err := os.Open(filepath.Join(c.Dir, "cluster.env"))
+	b, err := os.ReadFile(filepath.Join(c.Dir, "cluster.json"))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		out[k] = unquoteBash(v)
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(c.Dir, "cluster.json"), err)
 	}
-	return out, sc.Err()
-}
-
-// unquoteBash undoes bash's printf %q for the simple values cluster.env
-// holds: backslash escapes and single quotes.
-func unquoteBash(v string) string {
-	if len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'' {
-		return v[1 : len(v)-1]
-	}
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		if v[i] == '\\' && i+1 < len(v) {
-			i++
-		}
-		b.WriteByte(v[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 // PIDFile is the file hack/local-cluster.sh keeps a component's pid in.
