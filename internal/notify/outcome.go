@@ -72,6 +72,29 @@ func Due(old, updated []v1alpha1.RunRecord) []v1alpha1.RunRecord {
 	return out
 }
 
+// Order is one notification a new status makes due: the run, the document
+// it sends and the spec.notify entries (by index) that hear it. The
+// reconciler turns each into a Job and decides nothing more.
+type Order struct {
+	RunID    string
+	Document Document
+	Targets  []int
+}
+
+// Orders are the notifications a new history (updated) of task makes due
+// over the stored one (old; Due), each ready for its Job: what the run
+// tells (Recovered is judged against the run before it in the new
+// history) and to whom.
+func Orders(task *v1alpha1.Task, old, updated []v1alpha1.RunRecord) []Order {
+	var out []Order
+	for _, rec := range Due(old, updated) {
+		i := slices.IndexFunc(updated, func(r v1alpha1.RunRecord) bool { return r.RunID == rec.RunID })
+		ev, _ := Event(rec, Previous(updated, i))
+		out = append(out, Order{RunID: rec.RunID, Document: NewDocument(task, rec, ev), Targets: Targets(task.Spec.Notify, ev)})
+	}
+	return out
+}
+
 // Job is what a notification Job of a Task says: the run it tells about
 // and, once finished, whether every webhook accepted it.
 type Job struct {

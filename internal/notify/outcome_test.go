@@ -101,3 +101,36 @@ func TestNotificationJobsAreReadByRunAndAttemptJobsAreNot(t *testing.T) {
 		t.Errorf("an unseen Job resolved")
 	}
 }
+
+// The orders a new status gives are the whole decision about
+// notifications: which runs, what each tells (a success after a failure
+// is Recovered), and which spec.notify entries hear it.
+func TestOrdersAreTheDueRunsWithTheirDocumentAndTargets(t *testing.T) {
+	task := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "nightly"}}
+	task.Spec.Notify = []v1alpha1.Notification{
+		{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnFailed}},
+		{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnRecovered}},
+		{On: []v1alpha1.NotifyOn{v1alpha1.NotifyOnSucceeded}},
+	}
+	failed := rec("s1", v1alpha1.RunResultFailed)
+	failed.Notification = v1alpha1.NotificationSent
+	ok := rec("s2", v1alpha1.RunResultSucceeded)
+	ok.Notification = v1alpha1.NotificationPending
+	old := []v1alpha1.RunRecord{failed}
+	updated := []v1alpha1.RunRecord{ok, failed} // newest first
+
+	got := Orders(task, old, updated)
+	if len(got) != 1 {
+		t.Fatalf("%d orders, want one (s2; s1 was decided before)", len(got))
+	}
+	o := got[0]
+	if o.RunID != "s2" || o.Document.Event != v1alpha1.NotifyOnRecovered || o.Document.Namespace != "team-a" || o.Document.Task != "nightly" {
+		t.Errorf("order %+v: want run s2 told as Recovered for team-a/nightly", o)
+	}
+	if want := []int{1, 2}; len(o.Targets) != 2 || o.Targets[0] != want[0] || o.Targets[1] != want[1] {
+		t.Errorf("targets %v, want %v (the Recovered entry and the Succeeded one)", o.Targets, want)
+	}
+	if again := Orders(task, updated, updated); len(again) != 0 {
+		t.Errorf("a status that already recorded the order gives %v, want none", again)
+	}
+}

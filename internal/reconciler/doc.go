@@ -28,14 +28,16 @@
 //     said, for the status messages; the one stage that comes back to the
 //     API server, because which outputs the status lacks is known only
 //     from the runs as the pass left them.
-//  5. status.Compute, then the notification Jobs of the runs this status
-//     ends (notify.go: created before the status that records them, so a
-//     crash in between leaves a Job the next pass finds by its name; a
-//     refused one is fed back and the status computed again), then
-//     one status patch with optimistic locking, only when it changed
-//     (writeStatus; a conflict is a quiet requeue, guards.OnConflict). A
-//     pass that finds the leader lease lapsed writes nothing
-//     (guards.StandDown).
+//  5. decide the status and the notifications it makes due, pure
+//     (status.Compute, notify.Orders: pass.go decideStatus), then in order:
+//     5a. the lease re-checked: a pass that finds it lapsed writes nothing
+//     (guards.StandDown); 5b. the finalizer added, on the first write;
+//     5c. the notification Jobs of the orders created (notify.go), before
+//     the status that records them, so a crash in between leaves a Job the
+//     next pass finds by its name; a refused one is fed back and the
+//     status decided again, never edited; 5d. one status patch with
+//     optimistic locking, only when it changed (writeStatus; a conflict is
+//     a quiet requeue, guards.OnConflict).
 //  6. report (report.go): events and metrics from comparing the old and
 //     the written status, so a repeated pass never repeats them, and the
 //     Task's own gauges from the written status; then the

@@ -21,14 +21,13 @@ import (
 	"github.com/taskops/task-operator/internal/plan"
 )
 
-// sendNotifications creates the notification Job of each run the new
-// status marks Pending (notify.Due): one Job per run outcome, named for
-// the run, so a pass repeated after a lost status write, a restart or a
-// new leader finds the Job (AlreadyExists) instead of sending twice. A Job
-// the API server refuses marks the notification Failed.
-func (p *pass) sendNotifications(ctx context.Context) error {
-	st := &p.task.Status
-	due := notify.Due(p.old.History, st.History)
+// sendNotifications creates the notification Job of each order the pure
+// stage gave (notify.Orders: the runs the new status marks Pending): one
+// Job per run outcome, named for the run, so a pass repeated after a lost
+// status write, a restart or a new leader finds the Job (AlreadyExists)
+// instead of sending twice. A Job the API server refuses marks the
+// notification Failed, by feeding the refusal back to the pure stage.
+func (p *pass) sendNotifications(ctx context.Context, due []notify.Order) error {
 	if len(due) == 0 {
 		return nil
 	}
@@ -47,9 +46,7 @@ func (p *pass) sendNotifications(ctx context.Context) error {
 			// write loses to the newer status and runs again.
 			continue
 		}
-		i := historyIndex(st.History, rec.RunID)
-		ev, _ := notify.Event(rec, notify.Previous(st.History, i))
-		job := jobs.BuildNotification(p.task, notify.NewDocument(p.task, rec, ev), notify.Targets(p.task.Spec.Notify, ev), p.r.Jobs)
+		job := jobs.BuildNotification(p.task, rec.Document, rec.Targets, p.r.Jobs)
 		if refusal := p.createNotification(ctx, job, rec.RunID); refusal != "" {
 			// Never held back: the run's result is written in this pass
 			// whatever became of its notification.
@@ -203,13 +200,4 @@ func (p *pass) notificationEvents() {
 			r.event(task, nil, eventWarning, v1alpha1.EventNotificationFailed, "Notify", msg)
 		}
 	}
-}
-
-func historyIndex(h []v1alpha1.RunRecord, id string) int {
-	for i := range h {
-		if h[i].RunID == id {
-			return i
-		}
-	}
-	return -1
 }

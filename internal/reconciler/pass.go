@@ -62,8 +62,17 @@ func (p *pass) problem() *status.Problem {
 	return p.refused
 }
 
-// computeStatus is stage 5's pure part: the status from what the pass saw
-// and did.
+// decideStatus is stage 5's pure part: the status from what the pass saw
+// and did, and the notifications it makes due (the one other thing a pass
+// creates, decided here as the Jobs of attempts are in plan.Decide). A
+// refused notification is fed back (notificationsRefused) and the whole
+// is decided again, never edited.
+func (p *pass) decideStatus() (v1alpha1.TaskStatus, []notify.Order) {
+	st := p.computeStatus()
+	return st, notify.Orders(p.task, p.old.History, st.History)
+}
+
+// computeStatus is the status decideStatus decides.
 func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,

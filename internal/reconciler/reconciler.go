@@ -19,6 +19,7 @@ import (
 	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/plan"
 )
 
@@ -154,21 +155,25 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if actErr == nil {
 		actErr = p.readOutputs(ctx)
 	}
-	// 5. Compute the status (internal/status, pure) and write it once.
-	task.Status = p.computeStatus()
+	// 5. Decide the status and the notifications it makes due
+	// (internal/status, internal/notify; pure), create those, and write
+	// the status once.
+	var due []notify.Order
+	task.Status, due = p.decideStatus()
+	// 5a. Paused past the lease during this pass: the status patch would
+	// be refused anyway if stale (optimistic locking); do not send it.
 	if !r.leaseHeld() {
-		// Paused past the lease during this pass: the status patch would
-		// be refused anyway if stale (optimistic locking); do not send it.
 		return guards.StandDown(ctx)
 	}
+	// 5b. The finalizer, with the first write (addFinalizer says why then).
 	if err := r.addFinalizer(ctx, task); err != nil {
 		r.Shortcuts.ForgetWrite(task.UID)
 		return guards.OnConflict(ctx, fmt.Errorf("adding the finalizer: %w", err))
 	}
-	// The notification Jobs of runs this status ends (notify.go): created
-	// before the status that records them, so a crash in between leaves
-	// the Job, which the next pass finds by its name.
-	if err := p.sendNotifications(ctx); err != nil {
+	// 5c. The notification Jobs of the orders (notify.go): created before
+	// the status that records them, so a crash in between leaves the Job,
+	// which the next pass finds by its name.
+	if err := p.sendNotifications(ctx, due); err != nil {
 		if errors.Is(err, guards.ErrLeaseLapsed) {
 			return guards.StandDown(ctx)
 		}
@@ -179,8 +184,9 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		// computed again with them (from the stored status, as the first
 		// time), never edited.
 		task.Status = *p.old.DeepCopy()
-		task.Status = p.computeStatus()
+		task.Status, _ = p.decideStatus()
 	}
+	// 5d. One status write, only when it changed.
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		r.Shortcuts.ForgetWrite(task.UID)
 		return guards.OnConflict(ctx, fmt.Errorf("writing the status: %w", err))
