@@ -32,6 +32,13 @@ func TestArgoCDHealthOfTasksAndQueuesInEveryState(t *testing.T) {
 	create(t, testutil.NewTask(ns, "failed", testutil.Shell("exit 3")))
 	create(t, testutil.NewTask(ns, "retrying", testutil.Shell("exit 3"), testutil.Retries(1, 300, 300, 2)))
 	create(t, testutil.NewTask(ns, "holder", testutil.Shell("sleep 300"), testutil.Queue("one")))
+	// "queued" joins the line only once "holder" holds the queue's one
+	// place: created together, either could be admitted first (same
+	// priority), and a "queued" that ran first would be Healthy.
+	eventually(t, 60*time.Second, "holder to hold the queue's place", func(ctx context.Context) (bool, string) {
+		task := mustGetTask(t, ns, "holder")
+		return task.Status.Phase == v1alpha1.PhaseRunning, string(task.Status.Phase)
+	})
 	create(t, testutil.NewTask(ns, "queued", testutil.Shell("echo my turn"), testutil.Queue("one")))
 	create(t, testutil.NewTask(ns, "suspended", testutil.Shell("echo never"), testutil.Schedule("0 3 * * *"), testutil.Suspend(true)))
 	create(t, testutil.NewTask(ns, "cron-failing", testutil.Shell("exit 3"), testutil.Schedule("@every 10s")))
