@@ -33,32 +33,35 @@ import (
 func (p *pass) act(ctx context.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(p.plan.Relabel)) {
 		if err := p.restoreLabels(ctx, name, p.plan.Relabel[name]); err != nil {
-			return err
+			return fmt.Errorf("restoring the labels of Job %s: %w", name, err)
 		}
 	}
 	for _, s := range p.plan.Stop {
 		if err := p.stopAttempt(ctx, s); err != nil {
-			return err
+			return fmt.Errorf("stopping attempt %d of run %s: %w", s.Attempt, s.RunID, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.plan.Capture)) {
 		if err := p.keepOutput(ctx, name, p.plan.Capture[name]); err != nil {
-			return err
+			return fmt.Errorf("keeping the output on Job %s: %w", name, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.plan.RecordRetryAfter)) {
 		if err := p.keepRetryAfter(ctx, name, p.plan.RecordRetryAfter[name]); err != nil {
-			return err
+			return fmt.Errorf("keeping Retry-After on Job %s: %w", name, err)
 		}
 	}
 	for _, s := range p.plan.Start {
-		if err := p.startAttempt(ctx, s); err != nil || p.refused != nil || p.jobRefused != nil {
-			return err
+		if err := p.startAttempt(ctx, s); err != nil {
+			return fmt.Errorf("starting attempt %d of run %s: %w", s.Attempt, s.RunID, err)
+		}
+		if p.refused != nil || p.jobRefused != nil {
+			return nil
 		}
 	}
 	for _, pr := range p.plan.Prune {
 		if err := p.pruneRun(ctx, pr); err != nil {
-			return err
+			return fmt.Errorf("pruning run %s: %w", pr.RunID, err)
 		}
 	}
 	return nil

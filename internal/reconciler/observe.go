@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,16 +27,16 @@ import (
 func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	jobList, err := p.r.listJobs(ctx, p.task)
 	if err != nil {
-		return plan.Input{}, err
+		return plan.Input{}, fmt.Errorf("listing Jobs: %w", err)
 	}
 	p.r.Shortcuts.SeenJobs(jobList)
 	in := plan.Input{Task: p.task, Now: p.now, Runs: runs.FromJobs(p.task.UID, jobList),
 		Notifications: notify.FromJobs(p.task.UID, jobList)}
 	if err := p.findMissingAttempts(ctx, &in); err != nil {
-		return in, err
+		return in, fmt.Errorf("looking for missing attempts: %w", err)
 	}
 	if err := p.findMissingNotifications(ctx, &in); err != nil {
-		return in, err
+		return in, fmt.Errorf("looking for missing notification Jobs: %w", err)
 	}
 	timeout := retry.StartTimeout(&p.task.Spec)
 	for i := range in.Runs {
@@ -46,20 +47,20 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now) {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
-				return in, err
+				return in, fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)
 			}
 			if in.Pods == nil {
 				in.Pods = map[string][]retry.PodStart{}
 			}
 			starts := podStarts(pods)
 			if err := p.podWarnings(ctx, starts, timeout); err != nil {
-				return in, err
+				return in, fmt.Errorf("reading the pod events of Job %s: %w", a.JobName, err)
 			}
 			in.Pods[a.JobName] = starts
 			if len(pods) == 0 {
 				refused, err := p.podsRefused(ctx, a.JobName)
 				if err != nil {
-					return in, err
+					return in, fmt.Errorf("reading why Job %s has no pods: %w", a.JobName, err)
 				}
 				if refused != nil {
 					if in.Refused == nil {
@@ -72,7 +73,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		if a.Output == "" && (a.Failing == v1alpha1.AttemptDeadlineExceeded || deadlinePassed(p.task, a, p.now)) {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
-				return in, err
+				return in, fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)
 			}
 			if out := p.deadlineOutput(ctx, pods); out != "" {
 				if in.Captured == nil {
@@ -83,16 +84,16 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		}
 	}
 	if err := p.observeRetryAfter(ctx, &in); err != nil {
-		return in, err
+		return in, fmt.Errorf("reading Retry-After: %w", err)
 	}
 	if in.Queue, err = p.observeQueue(ctx); err != nil {
-		return in, err
+		return in, fmt.Errorf("reading TaskQueue %q: %w", p.task.Spec.QueueName, err)
 	}
 	if in.Policy, err = p.observePolicy(ctx); err != nil {
-		return in, err
+		return in, fmt.Errorf("reading the namespace's policy: %w", err)
 	}
 	if err := p.observeHeld(ctx, &in); err != nil {
-		return in, err
+		return in, fmt.Errorf("reading Kueue's Workloads: %w", err)
 	}
 	p.runs = in.Runs
 	p.notifications = in.Notifications

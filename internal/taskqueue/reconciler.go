@@ -66,7 +66,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	in, tasks, err := r.observe(ctx, tq)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, fmt.Errorf("observe: %w", err)
 	}
 	d := admission.Decide(in)
 
@@ -85,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		base := tq.DeepCopy()
 		base.Status = *old
 		if err := r.Client.Status().Patch(ctx, tq, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
-			return guards.OnConflict(ctx, err)
+			return guards.OnConflict(ctx, fmt.Errorf("writing the admission record: %w", err))
 		}
 		r.Shortcuts.RememberRecord(tq)
 	}
@@ -115,7 +115,7 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 	}
 	var taskList v1alpha1.TaskList
 	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.TaskQueue: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return in, nil, err
+		return in, nil, fmt.Errorf("listing the queue's Tasks: %w", err)
 	}
 	tasks := make(map[string]*v1alpha1.Task, len(taskList.Items))
 	waited := map[string]bool{}
@@ -136,7 +136,7 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 	}
 	var jobList batchv1.JobList
 	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.JobQueue: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return in, nil, err
+		return in, nil, fmt.Errorf("listing the queue's Jobs: %w", err)
 	}
 	for i := range jobList.Items {
 		if job := &jobList.Items[i]; index.TaskControlled(job) {
@@ -152,7 +152,7 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return in, nil, err
+			return in, nil, fmt.Errorf("reading admitted Job %s: %w", name, err)
 		case index.TaskControlled(job):
 			in.Jobs[name] = jobState(job)
 		}
