@@ -31,8 +31,8 @@ import (
 // it ends a run, so its pass is what the user waits for (Ready, the next
 // retry, a notification), while the record of a Job just created only
 // shows what already runs. In a burst, without it a finished Job's pass
-// queued behind the records of every Job created before it (Job finished
-// to Task Ready p99 17 s at N=1000); and a Task whose Job finishes before
+// queued behind the records of every Job created before it (the figures:
+// docs/performance.md); and a Task whose Job finishes before
 // its creation was recorded gets one status write for both, since the
 // queue keeps one item per Task at the higher priority.
 //

@@ -48,9 +48,10 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 // Task when the operator starts) at handler.LowPriority, so that after a
 // restart real events go first; but a Task that never ran is work to
 // start, and without this the create events of the Jobs its neighbours
-// got (record priority, -1) would overtake it: with 1000 Tasks created
-// before the operator started, its 1000th Job came after 13.6 x T0. The
-// queue keeps one item per Task, at the higher priority.
+// got (record priority) would overtake it, and Tasks created before the
+// operator started would wait behind every record (docs/performance.md,
+// "pre-created burst"). The queue keeps one item per Task, at the higher
+// priority.
 func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reconcile.Request] {
 	return handler.TypedFuncs[client.Object, reconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
