@@ -24,6 +24,9 @@ const (
 	// is the run id the Job tells about. Notification Jobs carry no attempt
 	// label: they are no attempt of any run.
 	LabelNotification = "batch.taskops.io/notification"
+	// LabelMetrics, "true" on a Task, asks for its own metric series when
+	// the manager exports them only for such Tasks (--task-metrics=labelled).
+	LabelMetrics = "batch.taskops.io/metrics"
 	// LabelManagedBy marks every object the operator creates.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy.

@@ -56,6 +56,7 @@ type options struct {
 	metricsAddr, probeAddr  string
 	metricsSecure           bool
 	metricsCertDir          string
+	taskMetrics             metrics.PerTask
 	pprofAddr               string
 	leaderElect             bool
 	serviceAccountOptIn     bool
@@ -70,7 +71,7 @@ type options struct {
 }
 
 func parseFlags() options {
-	var o options
+	o := options{taskMetrics: metrics.PerTaskAll}
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint; 0 disables it")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose bearer token the API server authenticates and authorizes for GET /metrics (the metrics-reader ClusterRole); false serves plain HTTP to anyone who reaches the port")
 	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty: a self-signed certificate made at start")
@@ -86,6 +87,11 @@ func parseFlags() options {
 	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
 	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	flag.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
+	flag.Func("task-metrics", "which Tasks get their own metric series (last run, last success, failure streak, next slot): all, labelled (Tasks labelled batch.taskops.io/metrics=true) or none; Tasks by phase and queue gauges are always exported (default all)", func(s string) error {
+		var err error
+		o.taskMetrics, err = metrics.ParsePerTask(s)
+		return err
+	})
 	flag.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/fastpath)")
 	flag.Parse()
 	return o
@@ -233,7 +239,7 @@ func run(o options) error {
 	if err := operator.Setup(ctx, mgr, opts, r); err != nil {
 		return err
 	}
-	metrics.Register(mgr.GetCache(), mgr.Elected())
+	metrics.Register(mgr.GetCache(), mgr.Elected(), o.taskMetrics)
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 func main() {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
-		for _, c := range metrics.Collectors(nil, nil) {
+		for _, c := range metrics.Collectors(nil, nil, metrics.PerTaskAll) {
 			c.Describe(ch)
 		}
 		close(ch)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ import (
 // the cache.
 type cacheCollector struct {
 	reader client.Reader
+	// perTask says which Tasks get their own series.
+	perTask PerTask
 	// elected is closed once this replica leads (the manager's Elected()).
 	elected <-chan struct{}
 	// schedules caches parsed schedules by expression and time zone: a
@@ -97,12 +100,48 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 			phase = v1alpha1.PhasePending
 		}
 		counts[phase]++
-		c.collectTask(ch, t)
+		if c.perTask.selects(t) {
+			c.collectTask(ch, t)
+		}
 	}
 	for phase, n := range counts {
 		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(n), string(phase))
 	}
 	c.collectQueues(ctx, ch, tasks.Items)
+}
+
+// PerTask says which Tasks get their own series (--task-metrics): three to
+// five per Task, about 250 KiB of scrape per 1000 Tasks (docs/install.md,
+// "Metrics"). Tasks by phase and the queues' gauges are always exported.
+type PerTask string
+
+const (
+	// PerTaskAll exports every Task's series (the default).
+	PerTaskAll PerTask = "all"
+	// PerTaskLabelled exports them for Tasks labelled
+	// batch.taskops.io/metrics=true only.
+	PerTaskLabelled PerTask = "labelled"
+	// PerTaskNone exports none.
+	PerTaskNone PerTask = "none"
+)
+
+// ParsePerTask reads a --task-metrics value.
+func ParsePerTask(s string) (PerTask, error) {
+	switch p := PerTask(s); p {
+	case PerTaskAll, PerTaskLabelled, PerTaskNone:
+		return p, nil
+	}
+	return "", fmt.Errorf("--task-metrics must be all, labelled or none, not %q", s)
+}
+
+func (p PerTask) selects(t *v1alpha1.Task) bool {
+	switch p {
+	case PerTaskNone:
+		return false
+	case PerTaskLabelled:
+		return t.Labels[v1alpha1.LabelMetrics] == "true"
+	}
+	return true
 }
 
 // collectTask sends one Task's own series.

@@ -59,3 +59,34 @@ taskoperator_task_consecutive_failures{namespace="team-a",task="nightly"} 2
 		t.Errorf("the leader exports %d taskoperator_tasks series, want one per phase (8)", n)
 	}
 }
+
+// --task-metrics: every Task's series, only labelled Tasks', or none; the
+// counts by phase stay in every case.
+func TestPerTaskSeriesFollowTheTaskMetricsSetting(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(scheme)
+	plain := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "plain"}}
+	labelled := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "watched", Labels: map[string]string{v1alpha1.LabelMetrics: "true"}}}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(plain, labelled).Build()
+	elected := make(chan struct{})
+	close(elected)
+	for _, row := range []struct {
+		setting string
+		want    int // taskoperator_task_consecutive_failures series
+	}{{"all", 2}, {"labelled", 1}, {"none", 0}} {
+		p, err := ParsePerTask(row.setting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &cacheCollector{reader: reader, elected: elected, perTask: p}
+		if n := testutil.CollectAndCount(c, "taskoperator_task_consecutive_failures"); n != row.want {
+			t.Errorf("--task-metrics=%s: %d per-Task series, want %d", row.setting, n, row.want)
+		}
+		if n := testutil.CollectAndCount(c, "taskoperator_tasks"); n != 8 {
+			t.Errorf("--task-metrics=%s: %d taskoperator_tasks series, want 8", row.setting, n)
+		}
+	}
+	if _, err := ParsePerTask("some"); err == nil {
+		t.Error("--task-metrics=some was accepted")
+	}
+}

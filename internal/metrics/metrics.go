@@ -69,16 +69,16 @@ var (
 // serves the gauges computed at scrape time (collector.go), and only once
 // elected is closed (the manager's Elected(): this replica leads, or
 // leader election is off).
-func Collectors(reader client.Reader, elected <-chan struct{}) []prometheus.Collector {
+func Collectors(reader client.Reader, elected <-chan struct{}, perTask PerTask) []prometheus.Collector {
 	cs := []prometheus.Collector{RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled, QueuedSlotsMissed,
-		NotificationsTotal, &cacheCollector{reader: reader, elected: elected}}
+		NotificationsTotal, &cacheCollector{reader: reader, elected: elected, perTask: perTask}}
 	return cs
 }
 
 // Register adds the metrics to controller-runtime's registry (see
 // Collectors).
-func Register(reader client.Reader, elected <-chan struct{}) {
-	ctrlmetrics.Registry.MustRegister(Collectors(reader, elected)...)
+func Register(reader client.Reader, elected <-chan struct{}, perTask PerTask) {
+	ctrlmetrics.Registry.MustRegister(Collectors(reader, elected, perTask)...)
 }
 
 // RunFinished records a run that finished.

@@ -86,7 +86,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	metrics.Register(mgr.GetCache(), mgr.Elected())
+	metrics.Register(mgr.GetCache(), mgr.Elected(), metrics.PerTaskAll)
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "manager:", err)
