@@ -101,10 +101,7 @@ func TestActErrorBranches(t *testing.T) {
 			ctx := context.Background()
 			task := testutil.NewTask("ns", "t", testutil.Shell("true"))
 			task.UID, task.Generation = "uid-t", 1
-			b := fake.NewClientBuilder().WithScheme(testutil.Scheme()).
-				WithObjects(task).WithStatusSubresource(&v1alpha1.Task{}).
-				WithIndex(&batchv1.Job{}, index.OwnedJobs, index.JobControllerUID).
-				WithIndex(&batchv1.Job{}, index.JobQueue, func(client.Object) []string { return nil })
+			b := fakeAPI(task)
 			if row.existing != nil {
 				// The attempt's name, as the Job built for it has it.
 				b = b.WithObjects(row.existing("ns", firstJobName(t, task)))
@@ -159,9 +156,7 @@ func TestActErrorBranches(t *testing.T) {
 // operator builds it.
 func firstJobName(t *testing.T, task *v1alpha1.Task) string {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(testutil.Scheme()).WithObjects(task.DeepCopy()).WithStatusSubresource(&v1alpha1.Task{}).
-		WithIndex(&batchv1.Job{}, index.OwnedJobs, index.JobControllerUID).
-		WithIndex(&batchv1.Job{}, index.JobQueue, func(client.Object) []string { return nil }).Build()
+	c := fakeAPI(task.DeepCopy()).Build()
 	r := &reconciler.TaskReconciler{Client: c, APIReader: c, Clock: clocktesting.NewFakeClock(time.Now()), Jobs: jobOpts}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)}); err != nil {
 		t.Fatal(err)
@@ -172,4 +167,13 @@ func firstJobName(t *testing.T, task *v1alpha1.Task) string {
 		t.Fatalf("%d Jobs for a new Task, want 1", len(jobs.Items))
 	}
 	return jobs.Items[0].Name
+}
+
+// fakeAPI is a fake client holding task, with the status subresource and
+// the Job indexes a pass lists by.
+func fakeAPI(task *v1alpha1.Task) *fake.ClientBuilder {
+	return fake.NewClientBuilder().WithScheme(testutil.Scheme()).
+		WithObjects(task).WithStatusSubresource(&v1alpha1.Task{}).
+		WithIndex(&batchv1.Job{}, index.OwnedJobs, index.JobControllerUID).
+		WithIndex(&batchv1.Job{}, index.JobQueue, func(client.Object) []string { return nil })
 }
