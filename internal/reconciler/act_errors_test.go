@@ -107,7 +107,7 @@ func TestActErrorBranches(t *testing.T) {
 				b = b.WithObjects(row.existing("ns", firstJobName(t, task)))
 			}
 			var statusWrites int
-			c := interceptor.NewClient(b.Build().(client.WithWatch), interceptor.Funcs{
+			c := interceptor.NewClient(b.Build(), interceptor.Funcs{
 				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					if job, ok := obj.(*batchv1.Job); ok && row.create != nil {
 						return row.create(job)
