@@ -132,6 +132,12 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 	// unknown one are refused, a ServiceAccount without the rendered
 	// metrics-reader ClusterRole is forbidden, one bound to it scrapes.
 	reader, other := scrapeTokens(ctx, t, cfg, c)
+	// /readyz does not wait for the metrics server, which makes its
+	// self-signed certificate first.
+	waitFor(t, 30*time.Second, "the leader's metrics endpoint to answer", func() bool {
+		code, _ := replicas[first].scrapeAs("")
+		return code != 0
+	})
 	for _, s := range []struct {
 		who, token string
 		want       int
