@@ -158,9 +158,11 @@ func scrapeLikePrometheus(t *testing.T, leader corev1.Pod, ns string) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := get(""); code != http.StatusUnauthorized {
-		t.Errorf("GET %s without a token = %d, want 401: %.200s", url, code, body)
-	}
+	// Polled: the pod's /readyz does not wait for the metrics server.
+	eventually(t, 30*time.Second, "a scrape without a token to be refused (401)", func(context.Context) (bool, string) {
+		code, body := get("")
+		return code == http.StatusUnauthorized, fmt.Sprintf("status %d, %.200s", code, body)
+	})
 	want := `taskoperator_task_last_run_success{namespace="` + ns + `",task="first"} 1`
 	eventually(t, 30*time.Second, "an authorized scrape with the Task's series", func(context.Context) (bool, string) {
 		code, body := get(token)
