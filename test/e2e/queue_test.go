@@ -60,8 +60,12 @@ func TestATeamQueueRunsAtMostTwoRealTasksAtOnceAndAPriorityTaskJumpsTheLine(t *t
 	if maxActive > 2 {
 		t.Fatalf("%d attempts were active at once; the queue admits 2", maxActive)
 	}
-	if len(order) != 5 || order[2] != "hotfix" {
-		t.Fatalf("Jobs created in order %v: the hotfix should be the third, ahead of the waiting builds", order)
+	// The hotfix goes with the first places that free after it joined: the
+	// third Job, or the fourth when both running builds end together and
+	// the queue admits it and the oldest build in one pass (their Jobs are
+	// then created in either order). In arrival order it would be the last.
+	if len(order) != 5 || (order[2] != "hotfix" && order[3] != "hotfix") {
+		t.Fatalf("Jobs created in order %v: the hotfix should be admitted with the first place that frees, ahead of the builds still waiting", order)
 	}
 	if logs := kubectlTask(t, 30*time.Second, "logs", "hotfix", "-n", ns); !strings.Contains(logs, "hotfix applied") {
 		t.Fatalf("hotfix logs: %q", logs)
