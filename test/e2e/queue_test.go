@@ -32,8 +32,12 @@ func TestATeamQueueRunsAtMostTwoRealTasksAtOnceAndAPriorityTaskJumpsTheLine(t *t
 	jobs := harness.RecordJobs(t, env.c, ns)
 	create(t, testutil.NewTaskQueue(ns, "team", 2))
 	names := []string{"build-1", "build-2", "build-3", "build-4"}
+	// build-N sleeps 3N s, so two running builds never end together: two
+	// places freed in one queue pass would admit the hotfix and the oldest
+	// build at once, and their Jobs could be created in either order.
 	for _, name := range names {
-		create(t, testutil.NewTask(ns, name, testutil.Queue("team"), testutil.Shell(`echo "start $TASK_NAME"; sleep 5; echo "done $TASK_NAME"`)))
+		create(t, testutil.NewTask(ns, name, testutil.Queue("team"),
+			testutil.Shell(`echo "start $TASK_NAME"; sleep $((3 * ${TASK_NAME#build-})); echo "done $TASK_NAME"`)))
 	}
 	// Both places are taken and two builds wait before the hotfix comes.
 	eventually(t, 60*time.Second, "2 running and 2 queued", func(ctx context.Context) (bool, string) {
@@ -60,12 +64,8 @@ func TestATeamQueueRunsAtMostTwoRealTasksAtOnceAndAPriorityTaskJumpsTheLine(t *t
 	if maxActive > 2 {
 		t.Fatalf("%d attempts were active at once; the queue admits 2", maxActive)
 	}
-	// The hotfix goes with the first places that free after it joined: the
-	// third Job, or the fourth when both running builds end together and
-	// the queue admits it and the oldest build in one pass (their Jobs are
-	// then created in either order). In arrival order it would be the last.
-	if len(order) != 5 || (order[2] != "hotfix" && order[3] != "hotfix") {
-		t.Fatalf("Jobs created in order %v: the hotfix should be admitted with the first place that frees, ahead of the builds still waiting", order)
+	if len(order) != 5 || order[2] != "hotfix" {
+		t.Fatalf("Jobs created in order %v: the hotfix should be the third, ahead of the waiting builds", order)
 	}
 	if logs := kubectlTask(t, 30*time.Second, "logs", "hotfix", "-n", ns); !strings.Contains(logs, "hotfix applied") {
 		t.Fatalf("hotfix logs: %q", logs)
