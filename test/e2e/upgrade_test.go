@@ -101,6 +101,12 @@ func TestUpgradingFromThePreviousReleaseLosesAndRepeatsNothing(t *testing.T) {
 	create(t, testutil.NewTask(ns, "suspended", testutil.Shell("echo never"), testutil.Suspend(true)))
 	create(t, testutil.NewTaskQueue(qns, "one", 1))
 	create(t, testutil.NewTask(qns, "holder", testutil.Shell("sleep 75"), testutil.Queue("one")))
+	// The waiter joins the line once the holder holds the one place:
+	// created together, either could be admitted first.
+	eventually(t, 60*time.Second, "holder to hold the queue's place", func(ctx context.Context) (bool, string) {
+		task := mustGetTask(t, qns, "holder")
+		return task.Status.Phase == v1alpha1.PhaseRunning, string(task.Status.Phase)
+	})
 	create(t, testutil.NewTask(qns, "waiter", testutil.Shell("echo my turn"), testutil.Queue("one")))
 
 	// Every Task in the state the upgrade should catch it in (each state
