@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,9 +16,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/internal/testutil"
@@ -133,31 +129,9 @@ func TestInstallYamlRunsTasksFailsOverAndUninstallsCompletely(t *testing.T) {
 func scrapeLikePrometheus(t *testing.T, leader corev1.Pod, ns string) {
 	t.Helper()
 	mon := makeNamespace(t, "e2e-monitoring")
-	must(t, env.c.Create(ctxFor(t, 10*time.Second), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: mon, Name: "prometheus"}}))
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: mon + "-metrics-reader"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "task-operator-metrics-reader"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: mon, Name: "prometheus"}}}
-	must(t, env.c.Create(ctxFor(t, 10*time.Second), binding))
-	t.Cleanup(func() { _ = env.c.Delete(context.Background(), binding) })
-	token := strings.TrimSpace(kubectl(t, 30*time.Second, "-n", mon, "create", "token", "prometheus"))
-
+	token, _ := harness.MetricsTokens(ctxFor(t, 30*time.Second), t, env.c, mon, "task-operator-metrics-reader")
 	url := "https://" + net.JoinHostPort(leader.Status.PodIP, "8443") + "/metrics"
-	get := func(token string) (int, string) {
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		must(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		cl := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the endpoint's self-signed certificate, as the ServiceMonitor
-		resp, err := cl.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(token string) (int, string) { return harness.Scrape(url, token) }
 	// Polled: the pod's /readyz does not wait for the metrics server.
 	eventually(t, 30*time.Second, "a scrape without a token to be refused (401)", func(context.Context) (bool, string) {
 		code, body := get("")

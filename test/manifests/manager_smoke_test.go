@@ -3,9 +3,7 @@ package manifests_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,16 +12,12 @@ import (
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,7 +125,7 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 	// scraper's token, with the manager's own rendered RBAC: no token and an
 	// unknown one are refused, a ServiceAccount without the rendered
 	// metrics-reader ClusterRole is forbidden, one bound to it scrapes.
-	reader, other := scrapeTokens(ctx, t, cfg, c)
+	reader, other := scrapeTokens(ctx, t, c)
 	// /readyz does not wait for the metrics server, which makes its
 	// self-signed certificate first.
 	waitFor(t, 30*time.Second, "the leader's metrics endpoint to answer", func() bool {
@@ -275,51 +269,21 @@ func (r *replica) leads() bool {
 // scrapeTokens binds a ServiceAccount monitoring/prometheus to the rendered
 // metrics-reader ClusterRole and makes a token for it, and one for
 // monitoring/app, which has no role.
-func scrapeTokens(ctx context.Context, t *testing.T, cfg *rest.Config, c client.Client) (reader, other string) {
+func scrapeTokens(ctx context.Context, t *testing.T, c client.Client) (reader, other string) {
 	t.Helper()
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "prometheus"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "monitoring", Name: "app"}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-task-operator"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}}},
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}); err != nil {
+		t.Fatal(err)
 	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
-		}
-	}
-	token := func(sa string) string {
-		tr, err := cs.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, sa, &authnv1.TokenRequest{}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("a token for monitoring/%s: %v", sa, err)
-		}
-		return tr.Status.Token
-	}
-	return token("prometheus"), token("app")
+	return harness.MetricsTokens(ctx, t, c, "monitoring", metricsReaderRole)
 }
 
-// scrapeAs GETs the replica's /metrics with token ("": none), trusting its
-// self-signed certificate as the shipped ServiceMonitor does.
+// scrapeAs GETs the replica's /metrics with token ("": none).
 func (r *replica) scrapeAs(token string) (int, string) {
-	req, err := http.NewRequest(http.MethodGet, r.MetricsURL(), nil)
-	if err != nil {
+	code, body := harness.Scrape(r.MetricsURL(), token)
+	if code == 0 {
 		return 0, ""
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	cl := http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the endpoint's self-signed certificate, on loopback
-	resp, err := cl.Do(req)
-	if err != nil {
-		return 0, ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return code, body
 }
 
 func (r *replica) get(url string) int {
