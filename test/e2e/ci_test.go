@@ -165,13 +165,7 @@ func TestThePluginTriggersCancelsAndExplainsAttempts(t *testing.T) {
 
 	// cancel --wait stops a run that would run for an hour.
 	create(t, testutil.NewTask(ns, "long", testutil.Shell(runsUntilStopped)))
-	eventually(t, 60*time.Second, "task/long running", func(ctx context.Context) (bool, string) {
-		task, err := harness.GetTask(ctx, env.c, ns, "long")
-		if err != nil {
-			return false, err.Error()
-		}
-		return task.Status.Phase == v1alpha1.PhaseRunning, string(task.Status.Phase)
-	})
+	waitPhase(t, ns, "long", v1alpha1.PhaseRunning, 60*time.Second)
 	res := kubectlTask(t, 60*time.Second, "cancel", "long", "-n", ns, "--wait", "--timeout", "45s")
 	if !strings.Contains(res, "cancelled: run 0") {
 		t.Errorf("cancel --wait said %q", res)

@@ -35,10 +35,7 @@ func TestArgoCDHealthOfTasksAndQueuesInEveryState(t *testing.T) {
 	// "queued" joins the line only once "holder" holds the queue's one
 	// place: created together, either could be admitted first (same
 	// priority), and a "queued" that ran first would be Healthy.
-	eventually(t, 60*time.Second, "holder to hold the queue's place", func(ctx context.Context) (bool, string) {
-		task := mustGetTask(t, ns, "holder")
-		return task.Status.Phase == v1alpha1.PhaseRunning, string(task.Status.Phase)
-	})
+	waitPhase(t, ns, "holder", v1alpha1.PhaseRunning, 60*time.Second)
 	create(t, testutil.NewTask(ns, "queued", testutil.Shell("echo my turn"), testutil.Queue("one")))
 	create(t, testutil.NewTask(ns, "suspended", testutil.Shell("echo never"), testutil.Schedule("0 3 * * *"), testutil.Suspend(true)))
 	create(t, testutil.NewTask(ns, "cron-failing", testutil.Shell("exit 3"), testutil.Schedule("@every 10s")))

@@ -168,6 +168,18 @@ func create(t testing.TB, obj client.Object) {
 	}
 }
 
+// waitPhase waits until Task ns/name is in phase.
+func waitPhase(t testing.TB, ns, name string, phase v1alpha1.TaskPhase, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%s/%s to be %s", ns, name, phase), func(ctx context.Context) (bool, string) {
+		task, err := harness.GetTask(ctx, env.c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return task.Status.Phase == phase, fmt.Sprintf("%s, %d attempts", task.Status.Phase, task.Status.Attempts)
+	})
+}
+
 func mustGetTask(t testing.TB, ns, name string) *v1alpha1.Task {
 	t.Helper()
 	task, err := harness.GetTask(ctxFor(t, 10*time.Second), env.c, ns, name)

@@ -103,10 +103,7 @@ func TestUpgradingFromThePreviousReleaseLosesAndRepeatsNothing(t *testing.T) {
 	create(t, testutil.NewTask(qns, "holder", testutil.Shell("sleep 75"), testutil.Queue("one")))
 	// The waiter joins the line once the holder holds the one place:
 	// created together, either could be admitted first.
-	eventually(t, 60*time.Second, "holder to hold the queue's place", func(ctx context.Context) (bool, string) {
-		task := mustGetTask(t, qns, "holder")
-		return task.Status.Phase == v1alpha1.PhaseRunning, string(task.Status.Phase)
-	})
+	waitPhase(t, qns, "holder", v1alpha1.PhaseRunning, 60*time.Second)
 	create(t, testutil.NewTask(qns, "waiter", testutil.Shell("echo my turn"), testutil.Queue("one")))
 
 	// Every Task in the state the upgrade should catch it in (each state
@@ -281,17 +278,6 @@ func applyRelease(t *testing.T, overlay, tag string) {
 			}
 		}
 		return len(pods) == 1, fmt.Sprintf("pods %v", harness.PodPhases(pods))
-	})
-}
-
-func waitPhase(t *testing.T, ns, name string, phase v1alpha1.TaskPhase, timeout time.Duration) {
-	t.Helper()
-	eventually(t, timeout, fmt.Sprintf("%s/%s to be %s", ns, name, phase), func(ctx context.Context) (bool, string) {
-		task, err := harness.GetTask(ctx, env.c, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		return task.Status.Phase == phase, fmt.Sprintf("%s, %d attempts", task.Status.Phase, task.Status.Attempts)
 	})
 }
 
