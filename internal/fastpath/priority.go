@@ -124,9 +124,5 @@ var AdmittedHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
 // would otherwise keep the admitted ones waiting behind them). A plain
 // queue (shortcuts off) just adds it.
 func AddAdmitted(q workqueue.TypedRateLimitingInterface[reconcile.Request], req reconcile.Request) {
-	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(AdmitPriority)}, req)
-		return
-	}
-	q.Add(req)
+	AtPriority(q, AdmitPriority).Add(req)
 }

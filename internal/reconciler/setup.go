@@ -6,12 +6,10 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -60,15 +58,11 @@ func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reco
 				return
 			}
 			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)}
-			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-				prio := fastpath.StartPriority
-				if r.newTasks.add(req.NamespacedName) {
-					prio = fastpath.FairStartPriority
-				}
-				pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, req)
-				return
+			prio := fastpath.StartPriority
+			if r.newTasks.add(req.NamespacedName) {
+				prio = fastpath.FairStartPriority
 			}
-			q.Add(req)
+			fastpath.AtPriority(q, prio).Add(req)
 		},
 	}
 }
