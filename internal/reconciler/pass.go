@@ -68,12 +68,6 @@ func (p *pass) problem() *status.Problem {
 // refused notification is fed back (notificationsRefused) and the whole
 // is decided again, never edited.
 func (p *pass) decideStatus() (v1alpha1.TaskStatus, []notify.Order) {
-	st := p.computeStatus()
-	return st, notify.Orders(p.task, p.old.History, st.History)
-}
-
-// computeStatus is the status decideStatus decides.
-func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Refusal: p.jobRefused, Now: p.now,
@@ -84,5 +78,6 @@ func (p *pass) computeStatus() v1alpha1.TaskStatus {
 	for _, d := range p.plan.Dropped {
 		in.Dropped = append(in.Dropped, status.DroppedRecord(d.Queued, d.Result, d.Reason, d.Message, p.now))
 	}
-	return status.Compute(in)
+	st := status.Compute(in)
+	return st, notify.Orders(p.task, p.old.History, st.History)
 }
