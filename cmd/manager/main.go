@@ -115,15 +115,6 @@ func metricsOptions(o options) metricsserver.Options {
 	}
 }
 
-// shortcuts are the speed shortcuts both controllers share, or nil
-// (--fast-path=false).
-func shortcuts(on bool) *fastpath.Shortcuts {
-	if !on {
-		return nil
-	}
-	return fastpath.New()
-}
-
 // defaultGCPercent is the garbage collector's target unless GOGC is set.
 // After a collection the Go runtime keeps memory up to its heap goal, live
 // heap x (1 + GOGC/100), so at Go's default of 100 the operator's RSS grows
@@ -220,7 +211,7 @@ func run(o options) error {
 		Logs:      reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
 
 		ServiceAccountOptIn: o.serviceAccountOptIn,
-		Shortcuts:           shortcuts(o.fastPath),
+		Shortcuts:           fastpath.New(o.fastPath),
 	}
 	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
 		r.Lease = lease

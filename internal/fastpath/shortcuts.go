@@ -34,8 +34,11 @@ type Shortcuts struct {
 // later.
 const wakeBuffer = 1024
 
-// New returns the shortcuts, all on. Without them, pass nil.
-func New() *Shortcuts {
+// New returns the shortcuts, all on, or nil (off) when on is false.
+func New(on bool) *Shortcuts {
+	if !on {
+		return nil
+	}
 	return &Shortcuts{
 		queueWake:    make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], wakeBuffer),
 		admittedWake: make(chan event.TypedGenericEvent[*v1alpha1.Task], wakeBuffer),

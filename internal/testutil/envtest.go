@@ -110,12 +110,7 @@ func ShortcutsOff() bool { return os.Getenv("TASK_OPERATOR_FAST_PATH") == "false
 
 // Shortcuts are the speed shortcuts of one operator under test: new ones,
 // or nil (off) when ShortcutsOff.
-func Shortcuts() *fastpath.Shortcuts {
-	if ShortcutsOff() {
-		return nil
-	}
-	return fastpath.New()
-}
+func Shortcuts() *fastpath.Shortcuts { return fastpath.New(!ShortcutsOff()) }
 
 // SkipWithoutShortcuts skips a test of a speed shortcut itself when the
 // shortcuts are off.
