@@ -1,197 +1,154 @@
-// Command local-cluster makes the certificates and keys of the local control
-// plane (hack/local-cluster.sh: the one way they are made). It writes, into
-// -out:
+// Command local-cluster runs the project's local Kubernetes control plane
+// (test/localcluster has what it is and what lives in its folder). People
+// and scripts run it as hack/local-cluster.sh, which builds it first:
 //
-//	ca.crt, ca.key                 the cluster CA (signs everything below)
-//	apiserver.crt, apiserver.key   kube-apiserver serving certificate (-dns, -ips)
-//	NAME.crt, NAME.key             one client certificate per -client NAME,CN,O
-//	sa.key, sa.pub                 service-account token signing key pair (RSA)
+//	hack/local-cluster.sh up            [--dir DIR]  start (or reuse) the cluster
+//	hack/local-cluster.sh down          [--dir DIR]  stop everything it started
+//	hack/local-cluster.sh status        [--dir DIR]  exit 0 when up, 1 when not
+//	hack/local-cluster.sh kubeconfig    [--dir DIR]  print the kubeconfig path (fails when down)
+//	hack/local-cluster.sh load-image    [--dir DIR] ARCHIVE...
+//	                                                 import OCI image archives (make image)
+//	                                                 into the real node's containerd
+//	hack/local-cluster.sh start-kubelet [--dir DIR]  start the real node's kubelet again
+//	                                                 when it is not running (after a crash)
 //
-// Usage (run by hack/local-cluster.sh up):
+// `up` prints progress on stderr and one line on stdout,
 //
-//	go run ./hack/local-cluster -out DIR -dns localhost,kubernetes -ips 127.0.0.1 \
-//	    -client admin,kubernetes-admin,system:masters -client kube-scheduler,system:kube-scheduler,
+//	export KUBECONFIG=DIR/kubeconfig
 //
-// Only the standard library is used, so the operator module gains no dependency.
+// so a caller can `eval "$(hack/local-cluster.sh up)"`. `up` on a running
+// cluster only prints that line again (unless the settings below changed:
+// then it restarts). Each fresh `up` starts from an empty etcd. The
+// kubeconfig is an admin (system:masters) client-certificate kubeconfig,
+// context `local-cluster`. A Ctrl-C during `up` stops what it started.
+//
+// DIR defaults to $LOCAL_CLUSTER_DIR, else <repo>/tmp/local-cluster
+// (git-ignored). Environment (localcluster.Settings):
+//
+//	LOCAL_CLUSTER_NODE          real | kwok | both | auto (default auto: real when
+//	                            this machine can run it, else kwok, saying why).
+//	                            The real node needs Linux, root and the Debian
+//	                            packages hack/real-node-deps.sh installs (`up`
+//	                            runs it); kwok is for scale and other machines.
+//	KCM_QPS, KCM_BURST          kube-controller-manager --kube-api-qps/--kube-api-burst
+//	                            (default 20/30, the controller-manager's own defaults)
+//	LOCAL_CLUSTER_NODE_PODS     pods the kwok node can hold (default 1000)
+//	LOCAL_CLUSTER_TIMEOUT       seconds `up` waits for each readiness step (default 120)
+//	LOCAL_CLUSTER_AUDIT_POLICY  an audit policy file: the API server logs to DIR/logs/audit.log
+//	KUBEBUILDER_ASSETS          honoured by hack/k8s-binaries.sh
+//
+// Pods on the real node run for real: the images it has are the pause and
+// busybox:1.37 images `up` builds and imports, plus what `load-image` adds
+// (nothing is pulled; no registry is reachable). Pods on the kwok node are
+// simulated by the kwok stages in hack/kwok/stages.yaml (see
+// hack/kwok/README.md).
 package main
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
-	"strings"
-	"time"
+	"syscall"
+
+	"github.com/taskops/task-operator/test/localcluster"
 )
 
-// validity matches the openssl path (-days 3650): the certificates live only
-// as long as one local cluster, so expiry is never the interesting failure.
-const validity = 3650 * 24 * time.Hour
-
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
 func main() {
-	out := flag.String("out", "", "folder to write the files into (must exist)")
-	dns := flag.String("dns", "localhost", "comma-separated DNS names for the API server certificate")
-	ips := flag.String("ips", "127.0.0.1", "comma-separated IP addresses for the API server certificate")
-	var clients listFlag
-	flag.Var(&clients, "client", "NAME,CN,O: a client certificate NAME.crt for user CN in group O (O may be empty); repeatable")
-	flag.Parse()
-	if *out == "" {
-		fmt.Fprintln(os.Stderr, "local-cluster: -out is required")
-		os.Exit(2)
-	}
-	if err := run(*out, splitList(*dns), splitList(*ips), clients); err != nil {
-		fmt.Fprintln(os.Stderr, "local-cluster:", err)
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "local-cluster: error:", err)
 		os.Exit(1)
 	}
 }
 
-func splitList(s string) []string {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func run(out string, dnsNames, ipList []string, clients []string) error {
-	now := time.Now().Add(-time.Minute) // tolerate small clock differences between processes
-
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+func run(args []string) error {
+	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
-	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "local-cluster-ca"},
-		NotBefore:             now,
-		NotAfter:              now.Add(validity),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	if len(args) == 0 {
+		return errors.New("a command is needed: up, down, status, kubeconfig, load-image or start-kubelet (see hack/local-cluster/main.go)")
 	}
-	caCert, err := sign(caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	cmd := args[0]
+	fs := flag.NewFlagSet("local-cluster "+cmd, flag.ContinueOnError)
+	dir := fs.String("dir", envOr("LOCAL_CLUSTER_DIR", filepath.Join(root, "tmp", "local-cluster")), "the cluster's state folder")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 && cmd != "load-image" {
+		return fmt.Errorf("unknown argument: %s", fs.Arg(0))
+	}
+	settings, err := localcluster.SettingsFromEnv(nil)
 	if err != nil {
 		return err
 	}
-	if err := writeCertAndKey(out, "ca", caCert.Raw, caKey); err != nil {
+	c, err := localcluster.New(root, *dir, settings, os.Stderr)
+	if err != nil {
 		return err
 	}
-
-	var addrs []net.IP
-	for _, s := range ipList {
-		ip := net.ParseIP(s)
-		if ip == nil {
-			return fmt.Errorf("bad IP address %q", s)
-		}
-		addrs = append(addrs, ip)
-	}
-	if err := issue(out, "apiserver", pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
-		dnsNames, addrs, now, caCert, caKey); err != nil {
-		return err
-	}
-
-	for _, c := range clients {
-		// Commas, not colons: names like system:masters contain colons.
-		parts := strings.Split(c, ",")
-		if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
-			return fmt.Errorf("bad -client %q, want NAME,CN,O", c)
-		}
-		name, cn, org := parts[0], parts[1], parts[2]
-		subject := pkix.Name{CommonName: cn}
-		if org != "" {
-			subject.Organization = []string{org}
-		}
-		if err := issue(out, name, subject, x509.ExtKeyUsageClientAuth, nil, nil, now, caCert, caKey); err != nil {
+	// A signal cancels the context: `up` then stops what it started.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	switch cmd {
+	case "up":
+		kubeconfig, err := c.Up(ctx)
+		if err != nil {
 			return err
 		}
+		fmt.Printf("export KUBECONFIG=%s\n", localcluster.ShellQuote(kubeconfig))
+		return nil
+	case "down":
+		return c.Down()
+	case "status":
+		if err := c.Status(ctx, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "local-cluster:", err)
+			os.Exit(1)
+		}
+		return nil
+	case "kubeconfig":
+		p, err := c.Kubeconfig()
+		if err != nil {
+			return err
+		}
+		fmt.Println(p)
+		return nil
+	case "load-image":
+		if fs.NArg() == 0 {
+			return errors.New("load-image needs at least one image archive")
+		}
+		return c.LoadImages(fs.Args()...)
+	case "start-kubelet":
+		return c.StartKubelet(ctx)
 	}
-
-	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return err
-	}
-	if err := writeKey(filepath.Join(out, "sa.key"), saKey); err != nil {
-		return err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
-	if err != nil {
-		return err
-	}
-	return writePEM(filepath.Join(out, "sa.pub"), "PUBLIC KEY", pub, 0o644)
+	return fmt.Errorf("unknown command: %q", cmd)
 }
 
-func issue(out, name string, subject pkix.Name, usage x509.ExtKeyUsage, dnsNames []string, ips []net.IP,
-	now time.Time, ca *x509.Certificate, caKey crypto.Signer) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
+// repoRoot is the repository the command was built in: hack/local-cluster.sh
+// builds it into <repo>/bin; `go run` from the repository works too.
+func repoRoot() (string, error) {
+	candidates := []string{}
+	if exe, err := os.Executable(); err == nil {
+		candidates = append(candidates, filepath.Dir(filepath.Dir(exe)))
 	}
-	tmpl := &x509.Certificate{
-		Subject:               subject,
-		NotBefore:             now,
-		NotAfter:              now.Add(validity),
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:           []x509.ExtKeyUsage{usage},
-		DNSNames:              dnsNames,
-		IPAddresses:           ips,
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; d != filepath.Dir(d); d = filepath.Dir(d) {
+			candidates = append(candidates, d)
+		}
 	}
-	cert, err := sign(tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return err
+	for _, d := range candidates {
+		if _, err := os.Stat(filepath.Join(d, "hack", "k8s-binaries.sh")); err == nil {
+			return d, nil
+		}
 	}
-	return writeCertAndKey(out, name, cert.Raw, key)
+	return "", errors.New("cannot find the repository (hack/k8s-binaries.sh): run hack/local-cluster.sh")
 }
 
-func sign(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
 	}
-	tmpl.SerialNumber = serial
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
-	if err != nil {
-		return nil, err
-	}
-	return x509.ParseCertificate(der)
-}
-
-func writeCertAndKey(out, name string, certDER []byte, key crypto.Signer) error {
-	if err := writePEM(filepath.Join(out, name+".crt"), "CERTIFICATE", certDER, 0o644); err != nil {
-		return err
-	}
-	return writeKey(filepath.Join(out, name+".key"), key)
-}
-
-func writeKey(path string, key crypto.Signer) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return writePEM(path, "PRIVATE KEY", der, 0o600)
-}
-
-func writePEM(path, typ string, der []byte, mode os.FileMode) error {
-	data := pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
-	if data == nil {
-		return errors.New("cannot PEM-encode " + path)
-	}
-	return os.WriteFile(path, data, mode)
+	return def
 }

@@ -86,7 +86,7 @@ func upCluster(ctx context.Context, o *options, s clusterSettings) (*cluster, er
 
 // downCluster stops the local cluster in the benchmark's folder.
 func downCluster(o *options) error {
-	return (&harness.Cluster{Root: o.root, Dir: o.clusterDir, Log: o.log}).Down()
+	return harness.DownCluster(o.root, o.clusterDir, o.log)
 }
 
 func (c *cluster) down(_ context.Context, o *options) {
@@ -95,7 +95,7 @@ func (c *cluster) down(_ context.Context, o *options) {
 		return
 	}
 	if err := downCluster(o); err != nil {
-		o.logf("local-cluster.sh down: %v", err)
+		o.logf("stopping the local cluster: %v", err)
 	}
 }
 

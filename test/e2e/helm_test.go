@@ -75,8 +75,8 @@ func TestTheHelmChartInstallsRunsTasksAndUninstallsKeepingTheCRDs(t *testing.T) 
 	start := time.Now()
 	rel, err := install.Run(chrt, map[string]any{
 		"extraEnv": []any{
-			map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": state["BRIDGE_IP"]},
-			map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": state["APISERVER_PORT"]},
+			map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": state.BridgeIP},
+			map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": state.APIServerPort},
 		},
 	})
 	if err != nil {

@@ -191,7 +191,7 @@ func TestKubeletKilledDuringAnAttempt(t *testing.T) {
 		return err != nil, "still running"
 	})
 	t.Logf("killed the kubelet (pid %d) during the attempt", pid)
-	if err := env.cluster.Script("start-kubelet"); err != nil {
+	if err := env.cluster.StartKubelet(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	kubectlWait(t, ns, "condition=Ready", "task/survivor", 120*time.Second)
@@ -241,7 +241,7 @@ func listenOnBridge(t *testing.T) net.Listener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ip := state["BRIDGE_IP"]
+	ip := state.BridgeIP
 	if ip == "" {
 		t.Fatal("the cluster has no BRIDGE_IP in cluster.json")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/internal/version"
 	"github.com/taskops/task-operator/test/harness"
+	"github.com/taskops/task-operator/test/localcluster"
 )
 
 // upgradeFrom is the previous release, v0.1.0: the last commit before the
@@ -229,7 +230,7 @@ func TestUpgradingFromThePreviousReleaseLosesAndRepeatsNothing(t *testing.T) {
 // writeOverlay writes a kustomization of base running image tag with
 // replicas manager pods, which reach the API server on the node's bridge
 // (no kube-proxy here).
-func writeOverlay(t *testing.T, dir, base, tag string, replicas int, state map[string]string) string {
+func writeOverlay(t *testing.T, dir, base, tag string, replicas int, state localcluster.State) string {
 	t.Helper()
 	must(t, os.MkdirAll(dir, 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`# Written by test/e2e (writeOverlay).
@@ -246,7 +247,7 @@ patches:
     - {op: replace, path: /spec/replicas, value: %d}
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "%s"}}
     - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "%s"}}
-`, base, tag, replicas, state["BRIDGE_IP"], state["APISERVER_PORT"])), 0o644))
+`, base, tag, replicas, state.BridgeIP, state.APIServerPort)), 0o644))
 	return dir
 }
 

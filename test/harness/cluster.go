@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/localcluster"
 )
 
-// Cluster is a local control plane run by hack/local-cluster.sh, with the
-// Task CRD installed and an admin client.
+// Cluster is a local control plane (test/localcluster), with the Task CRD
+// installed and an admin client.
 type Cluster struct {
 	Root       string // repository root
 	Dir        string // the cluster's state folder
@@ -31,33 +31,52 @@ type Cluster struct {
 	Config     *rest.Config
 	Client     client.WithWatch
 	// Node is the node mode the cluster came up with: "real", "kwok" or
-	// "both" (hack/local-cluster.sh, LOCAL_CLUSTER_NODE).
+	// "both" (localcluster.Settings.Node).
 	Node string
-	// Log receives hack/local-cluster.sh's progress; nil means stderr.
-	Log io.Writer
-	env []string
+	lc   *localcluster.Cluster
 }
 
 // RealNode reports whether pods run real containers (a real node, alone).
-func (c *Cluster) RealNode() bool { return c.Node == "real" }
+func (c *Cluster) RealNode() bool { return c.Node == localcluster.NodeReal }
 
 // ClusterOptions says where and how to start a Cluster.
 type ClusterOptions struct {
-	// Dir is the state folder (hack/local-cluster.sh --dir).
+	// Dir is the state folder.
 	Dir string
-	// Reuse keeps a cluster already running in Dir, objects and all
-	// (hack/local-cluster.sh up reuses a running cluster whose settings
-	// match); otherwise the cluster starts afresh from an empty etcd.
+	// Reuse keeps a cluster already running in Dir, objects and all (Up
+	// reuses a running cluster whose settings match); otherwise the cluster
+	// starts afresh from an empty etcd.
 	Reuse bool
-	// Env is added to hack/local-cluster.sh's environment (KCM_QPS, ...).
+	// Env overrides the environment the settings are read from
+	// (localcluster.SettingsFromEnv: KCM_QPS, ...), as NAME=value.
 	Env []string
-	// Node asks for a node mode (LOCAL_CLUSTER_NODE: real, kwok, both,
-	// auto); empty means the script's default, auto.
+	// Node asks for a node mode (real, kwok, both, auto); empty means the
+	// environment's LOCAL_CLUSTER_NODE, else auto.
 	Node string
 	// Logf reports progress; nil means stderr.
 	Logf func(format string, args ...any)
-	// Log receives hack/local-cluster.sh's progress; nil means stderr.
+	// Log receives the cluster's own progress; nil means stderr.
 	Log io.Writer
+}
+
+// settings reads localcluster.Settings from the environment with o's
+// overrides.
+func (o ClusterOptions) settings() (localcluster.Settings, error) {
+	env := map[string]string{}
+	for _, kv := range o.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	if o.Node != "" {
+		env["LOCAL_CLUSTER_NODE"] = o.Node
+	}
+	return localcluster.SettingsFromEnv(func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	})
 }
 
 // StartCluster brings the cluster up (afresh unless o.Reuse), installs the
@@ -67,13 +86,15 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 	if logf == nil {
 		logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
-	c := &Cluster{Root: testutil.RepoRoot(), Dir: o.Dir, Log: o.Log, env: o.Env}
-	if o.Node != "" {
-		c.env = append(c.env, "LOCAL_CLUSTER_NODE="+o.Node)
+	settings, err := o.settings()
+	if err != nil {
+		return nil, err
 	}
-	if abs, err := filepath.Abs(c.Dir); err == nil {
-		c.Dir = abs
+	c := &Cluster{Root: testutil.RepoRoot()}
+	if c.lc, err = localcluster.New(c.Root, o.Dir, settings, o.Log); err != nil {
+		return nil, err
 	}
+	c.Dir = c.lc.Dir
 	out, err := exec.Command(filepath.Join(c.Root, "hack", "k8s-binaries.sh"), "kubectl").Output()
 	if err != nil {
 		return nil, fmt.Errorf("hack/k8s-binaries.sh kubectl: %w", err)
@@ -82,27 +103,21 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 
 	t := time.Now()
 	if !o.Reuse {
-		// `up` would reuse a cluster left running by an earlier, aborted
-		// run, with its objects in it.
-		if err := c.Script("down"); err != nil {
+		// Up would reuse a cluster left running by an earlier, aborted run,
+		// with its objects in it.
+		if err := c.lc.Down(); err != nil {
 			return nil, err
 		}
 	}
-	if err := c.Script("up"); err != nil {
-		// An interrupted or failed up may leave components behind.
-		_ = c.Script("down")
+	// Up stops what it started when it fails.
+	if c.Kubeconfig, err = c.lc.Up(context.Background()); err != nil {
 		return nil, err
 	}
-	out, err = exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), "kubeconfig", "--dir", c.Dir).Output()
-	if err != nil {
-		return nil, fmt.Errorf("hack/local-cluster.sh kubeconfig: %w", err)
-	}
-	c.Kubeconfig = strings.TrimSpace(string(out))
 	state, err := c.State()
 	if err != nil {
 		return nil, err
 	}
-	c.Node = state["NODE_MODE"]
+	c.Node = state.NodeMode
 	logf("cluster up in %s (node: %s)", time.Since(t).Round(time.Millisecond), c.Node)
 
 	if out, err := c.RunKubectl(context.Background(), "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.Root, "config", "crd", "bases")); err != nil {
@@ -132,26 +147,25 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 	return c, nil
 }
 
-// Script runs hack/local-cluster.sh CMD --dir DIR ARGS..., its progress on
-// stderr.
-func (c *Cluster) Script(cmd string, args ...string) error {
-	sh := exec.Command(filepath.Join(c.Root, "hack", "local-cluster.sh"), append([]string{cmd, "--dir", c.Dir}, args...)...)
-	sh.Env = append(os.Environ(), c.env...)
-	sh.Stdout, sh.Stderr = io.Discard, c.Log
-	if c.Log == nil {
-		sh.Stderr = os.Stderr
-	}
-	if err := sh.Run(); err != nil {
-		return fmt.Errorf("hack/local-cluster.sh %s --dir %s %s: %w", cmd, c.Dir, strings.Join(args, " "), err)
-	}
-	return nil
-}
-
 // LoadImages imports image archives into the real node (a no-op on kwok).
-func (c *Cluster) LoadImages(archives ...string) error { return c.Script("load-image", archives...) }
+func (c *Cluster) LoadImages(archives ...string) error { return c.lc.LoadImages(archives...) }
 
-// Down stops the cluster (hack/local-cluster.sh down).
-func (c *Cluster) Down() error { return c.Script("down") }
+// StartKubelet starts the real node's kubelet again after it died, and waits
+// for the node to be Ready.
+func (c *Cluster) StartKubelet(ctx context.Context) error { return c.lc.StartKubelet(ctx) }
+
+// Down stops the cluster.
+func (c *Cluster) Down() error { return c.lc.Down() }
+
+// DownCluster stops the local cluster in dir, whoever started it; log nil
+// means stderr.
+func DownCluster(root, dir string, log io.Writer) error {
+	lc, err := localcluster.New(root, dir, localcluster.Settings{}, log)
+	if err != nil {
+		return err
+	}
+	return lc.Down()
+}
 
 // RunKubectl runs the project's kubectl against the cluster as admin.
 func (c *Cluster) RunKubectl(ctx context.Context, args ...string) (string, error) {
@@ -161,21 +175,11 @@ func (c *Cluster) RunKubectl(ctx context.Context, args ...string) (string, error
 	return strings.TrimSpace(string(out)), err
 }
 
-// State is the cluster's state as `up` recorded it (cluster.json: ports,
-// bin folder, node mode, settings), keyed as in cluster.env.
-func (c *Cluster) State() (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(c.Dir, "cluster.json"))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", filepath.Join(c.Dir, "cluster.json"), err)
-	}
-	return out, nil
-}
+// State is the cluster's state as Up recorded it: ports, bin folder, node
+// mode, settings, the real node's bridge.
+func (c *Cluster) State() (localcluster.State, error) { return localcluster.ReadState(c.Dir) }
 
-// PIDFile is the file hack/local-cluster.sh keeps a component's pid in.
+// PIDFile is the file the cluster keeps a component's pid in.
 func (c *Cluster) PIDFile(component string) string {
 	return filepath.Join(c.Dir, "pids", component+".pid")
 }

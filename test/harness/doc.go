@@ -3,7 +3,7 @@
 // reliability), the benchmark (test/bench) and the manager smoke test
 // (test/manifests).
 //
-//   - cluster.go: the project's local control plane (hack/local-cluster.sh),
+//   - cluster.go: the project's local control plane (test/localcluster),
 //     started, with the Task CRD and an admin client; building commands;
 //   - operator.go: the manager as a child process (started, killed,
 //     stopped, paused), its metrics, probes and profiles;

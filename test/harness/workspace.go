@@ -78,7 +78,7 @@ func (w *Workspace) Close(cluster *Cluster, logf func(string, ...any)) (err erro
 				logf("%s_KEEP_CLUSTER=1: the cluster keeps running; KUBECONFIG=%s; stop it with: hack/local-cluster.sh down --dir %s",
 					w.prefix, cluster.Kubeconfig, w.Dir)
 			}
-		} else if err = (&Cluster{Root: w.Root, Dir: w.Dir}).Down(); err != nil {
+		} else if err = DownCluster(w.Root, w.Dir, nil); err != nil {
 			logf("bringing the cluster down: %v", err)
 		}
 		_ = os.RemoveAll(w.Tmp)
