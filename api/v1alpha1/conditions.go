@@ -70,6 +70,13 @@ const (
 	// ReasonTooManyFailures: a cron Task starts no further slot after
 	// spec.suspendAfterFailures consecutive failed runs.
 	ReasonTooManyFailures Reason = "TooManyFailures"
+	// ReasonInvalidParams: a run's values (the run-params annotation) name
+	// a param spec.params does not declare, are not a JSON object of
+	// strings, or lack a required value: the run fails at once, no Job.
+	ReasonInvalidParams Reason = "InvalidParams"
+	// ReasonResultsTooLarge, in a run's message: a result over 1 KiB, or
+	// results over 4 KiB in all, were left out; what fits is kept.
+	ReasonResultsTooLarge Reason = "ResultsTooLarge"
 )
 
 // FinalFailureReasons are the reasons the Failed condition can end with
@@ -78,6 +85,7 @@ const (
 var FinalFailureReasons = []Reason{
 	ReasonRetriesExhausted, ReasonNotRetryable, ReasonCancelled,
 	ReasonInvalidSpec, ReasonInvalidSchedule, ReasonTooManyFailures,
+	ReasonInvalidParams,
 }
 
 // Reasons an attempt ends in failure. They appear in lastError, in history

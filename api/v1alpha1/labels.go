@@ -34,6 +34,18 @@ const (
 
 	// AnnotationRunNow starts one run for each new value a user sets.
 	AnnotationRunNow = "batch.taskops.io/run-now"
+	// AnnotationRunParams holds the values of the run the run-now token
+	// written with it starts: a JSON object of strings naming declared
+	// spec.params. Read from the same version of the Task as the token.
+	AnnotationRunParams = "batch.taskops.io/run-params"
+	// AnnotationParams records on a run's Jobs the values the run started
+	// with (a JSON object of strings, defaults filled in): every attempt of
+	// the run, retries included, runs with them, also after a restart.
+	AnnotationParams = "batch.taskops.io/params"
+	// AnnotationResults records on an attempt's Job what its pod handed
+	// back (a JSON object of strings), read once from the pod, so the
+	// results outlive the pod.
+	AnnotationResults = "batch.taskops.io/results"
 	// AnnotationCancel stops every unfinished run for each new value a user
 	// sets (result Cancelled, no retry).
 	AnnotationCancel = "batch.taskops.io/cancel"

@@ -44,6 +44,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.suspendAfterFailures)",message="spec.suspendAfterFailures is only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.params) || self.params.all(p, has(p.default))",message="spec.params: every param of a cron Task needs a default: its slots run with the defaults"
+// +kubebuilder:validation:XValidation:rule="!has(self.http) || !has(self.http.results) || (has(self.results) && self.http.results.all(r, self.results.exists(x, x.name == r.name)))",message="spec.http.results must name results declared in spec.results"
 type TaskSpec struct {
 	// Type of work: `shell` runs spec.shell in spec.image; `http` makes the
 	// request described by spec.url and spec.http. Immutable.
@@ -352,9 +354,92 @@ type TaskSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	SuspendAfterFailures *int32 `json:"suspendAfterFailures,omitempty"`
+
+	// Params are the values a run can be given when it starts: each pod of
+	// the run gets a param's value in the environment variable
+	// TASK_PARAM_<NAME> (the name upper-cased), never substituted into the
+	// shell text; http Tasks may use $(params.<name>) in url (percent-encoded
+	// there), http.body and header values. A run-now run takes its values
+	// from the batch.taskops.io/run-params annotation written with its
+	// token; run 0 and cron slots use the defaults. A param without a
+	// default must be given when a run starts.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Params []ParamSpec `json:"params,omitempty"`
+
+	// Results are the values a run hands back: a shell Task's pod writes
+	// result <name> to the file $TASK_RESULTS_DIR/<name>; an http Task
+	// takes them from the response (http.results). They land in
+	// status.results, the run's history entry and the attempt record.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Results []ResultSpec `json:"results,omitempty"`
 }
 
 // NotifyOn is a run outcome a notification is sent for.
+// ParamSpec declares one value a run can be given.
+type ParamSpec struct {
+	// Name of the param: TASK_PARAM_<NAME> in the pods, $(params.<name>)
+	// in an http Task's request.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,31}$`
+	Name string `json:"name"`
+
+	// Default is the value when a run is given none (at most 1 KiB of
+	// UTF-8). Without it the value is required: a run-now run that does not
+	// give it fails InvalidParams, and so does run 0.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 1024",message="a param's default is at most 1024 bytes"
+	Default *string `json:"default,omitempty"`
+
+	// Description says what the param is for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Description string `json:"description,omitempty"`
+}
+
+// ResultSpec declares one value a run hands back.
+type ResultSpec struct {
+	// Name of the result: the file $TASK_RESULTS_DIR/<name> of a shell
+	// Task, an entry of http.results of an http Task.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,31}$`
+	Name string `json:"name"`
+
+	// Description says what the result is.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Description string `json:"description,omitempty"`
+}
+
+// HTTPResult says where in an http Task's response one result is.
+type HTTPResult struct {
+	// Name of a result declared in spec.results.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,31}$`
+	Name string `json:"name"`
+
+	// From is `statusCode`, `header:<Header-Name>` (the first value of that
+	// response header) or `jsonPath:<expression>` over the response body
+	// (kubectl's JSONPath syntax, for example {.id} or {.items[0].name}).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^(statusCode|header:[!#$%&'*+.^_|~0-9A-Za-z-]+|jsonPath:.+)$`
+	From string `json:"from"`
+}
+
 // +kubebuilder:validation:Enum=Failed;Succeeded;Recovered
 type NotifyOn string
 
@@ -583,6 +668,17 @@ type HTTPSpec struct {
 	// NotRetryable after that attempt.
 	// +optional
 	RetryAllFailures bool `json:"retryAllFailures,omitempty"`
+
+	// Results take the run's results (spec.results) from the response:
+	// its status code, a header or a field of its JSON body. A result that
+	// cannot be taken (no such header, a body that is not JSON, no such
+	// field) is left out and named in the attempt's message; it does not
+	// fail the run.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Results []HTTPResult `json:"results,omitempty"`
 }
 
 // HTTPHeader is one request header: a literal value or one taken from a
@@ -805,6 +901,15 @@ type AttemptRecord struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Message string `json:"message,omitempty"`
+
+	// Params are the values the attempt's run started with (spec.params).
+	// +optional
+	Params map[string]string `json:"params,omitempty"`
+
+	// Results are what the attempt handed back (spec.results), kept for a
+	// failed attempt too.
+	// +optional
+	Results map[string]string `json:"results,omitempty"`
 }
 
 // MaxActiveListed is the most running Jobs status.active lists (the
@@ -887,6 +992,12 @@ type TaskStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	LastFinishedRunNowToken string `json:"lastFinishedRunNowToken,omitempty"`
+
+	// Results are the results (spec.results) of the newest finished run,
+	// as in its history entry: `kubectl get task NAME -o
+	// jsonpath='{.status.results.<name>}'` reads one.
+	// +optional
+	Results map[string]string `json:"results,omitempty"`
 
 	// LastCancelToken is the sha256 (hex) of the last consumed cancel token.
 	// +optional
@@ -990,6 +1101,17 @@ type RunRecord struct {
 	// no notification is due for the run.
 	// +optional
 	Notification NotificationState `json:"notification,omitempty"`
+
+	// Params are the values the run started with (spec.params): a run-now
+	// run's from its batch.taskops.io/run-params annotation, defaults
+	// filled in; other runs' the defaults.
+	// +optional
+	Params map[string]string `json:"params,omitempty"`
+
+	// Results are what the run handed back (spec.results): those of its
+	// newest attempt that gave any, kept when the run failed.
+	// +optional
+	Results map[string]string `json:"results,omitempty"`
 }
 
 // NotificationState is where a run's notification stands.

@@ -110,4 +110,9 @@ type QueuedAttempt struct {
 	// come, first served order within a priority.
 	// Microseconds, so Tasks queued within one second keep their order.
 	Since metav1.MicroTime `json:"since"`
+
+	// Params are the values of a run-now run waiting for its first
+	// attempt, kept until its Job carries them (spec.params).
+	// +optional
+	Params map[string]string `json:"params,omitempty"`
 }

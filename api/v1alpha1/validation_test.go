@@ -303,6 +303,34 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 		{"a jitter above 100 percent is refused", shellTask("jitter", func(t *v1alpha1.Task) {
 			t.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: 10, MaxSeconds: 60, Factor: 2, JitterPercent: 101}
 		}), []string{"spec.backoff.jitterPercent", "less than or equal to 100"}},
+
+		// Params and results.
+		{"a param name with capitals is refused", shellTask("param-caps", func(t *v1alpha1.Task) { t.Spec.Params = []v1alpha1.ParamSpec{{Name: "Date"}} }),
+			[]string{"spec.params[0].name", "should match"}},
+		{"two params of one name are refused", shellTask("param-dup", func(t *v1alpha1.Task) {
+			t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date"}, {Name: "date"}}
+		}), []string{"spec.params[1]", "Duplicate value"}},
+		{"17 params are refused", shellTask("param-17", func(t *v1alpha1.Task) {
+			for i := range 17 {
+				t.Spec.Params = append(t.Spec.Params, v1alpha1.ParamSpec{Name: fmt.Sprintf("p%d", i)})
+			}
+		}), []string{"spec.params", "must have at most 16 items"}},
+		{"a default over 1 KiB of UTF-8 is refused", shellTask("param-big", func(t *v1alpha1.Task) {
+			t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To(strings.Repeat("é", 513))}}
+		}), []string{"spec.params[0].default", "at most 1024 bytes"}},
+		{"a cron Task's param without a default is refused", shellTask("param-cron", func(t *v1alpha1.Task) {
+			t.Spec.Schedule = ptr.To("@hourly")
+			t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date"}}
+		}), []string{"every param of a cron Task needs a default"}},
+		{"a result name with a dash is refused", shellTask("result-dash", func(t *v1alpha1.Task) { t.Spec.Results = []v1alpha1.ResultSpec{{Name: "row-count"}} }),
+			[]string{"spec.results[0].name", "should match"}},
+		{"an http result not declared in spec.results is refused", httpTask("http-result-undeclared", func(t *v1alpha1.Task) {
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Results: []v1alpha1.HTTPResult{{Name: "id", From: "jsonPath:{.id}"}}}
+		}), []string{"spec.http.results must name results declared in spec.results"}},
+		{"an http result from an unknown place is refused", httpTask("http-result-from", func(t *v1alpha1.Task) {
+			t.Spec.Results = []v1alpha1.ResultSpec{{Name: "id"}}
+			t.Spec.HTTP = &v1alpha1.HTTPSpec{Results: []v1alpha1.HTTPResult{{Name: "id", From: "body"}}}
+		}), []string{"spec.http.results[0].from", "should match"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -343,8 +371,24 @@ func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
 	question := shellTask("question", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("0 0 ? * 0") })
 	zeros := shellTask("zeros", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("007 00 01 001 0") })
 	everyLong := shellTask("every-long", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To(" @every 1h30m ") })
+	params := shellTask("params", func(t *v1alpha1.Task) {
+		t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Description: "the day to report"}, {Name: "region", Default: ptr.To("")}}
+		t.Spec.Results = []v1alpha1.ResultSpec{{Name: "rows"}, {Name: "url", Description: "where the report is"}}
+	})
+	httpParams := httpTask("http-params", func(t *v1alpha1.Task) {
+		t.Spec.URL = "https://example.com/report/$(params.date)?region=$(params.region)"
+		t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To("today")}, {Name: "region", Default: ptr.To("eu")}}
+		t.Spec.Results = []v1alpha1.ResultSpec{{Name: "id"}, {Name: "code"}, {Name: "etag"}}
+		t.Spec.HTTP = &v1alpha1.HTTPSpec{Body: `{"date":"$(params.date)"}`,
+			Headers: []v1alpha1.HTTPHeader{{Name: "X-Region", Value: ptr.To("$(params.region)")}},
+			Results: []v1alpha1.HTTPResult{{Name: "id", From: "jsonPath:{.id}"}, {Name: "code", From: "statusCode"}, {Name: "etag", From: "header:ETag"}}}
+	})
+	cronParams := shellTask("cron-params", func(t *v1alpha1.Task) {
+		t.Spec.Schedule = ptr.To("@daily")
+		t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To("yesterday")}}
+	})
 	for _, task := range []*v1alpha1.Task{shellTask("minimal", nil), full, cron, every, weekdays, question, zeros, everyLong,
-		shellTask(strings.Repeat("a", 63), nil)} {
+		shellTask(strings.Repeat("a", 63), nil), params, httpParams, cronParams} {
 		t.Run(task.Name, func(t *testing.T) {
 			if err := k8s.Create(ctx, task, client.DryRunAll); err != nil {
 				t.Fatalf("a valid Task was refused: %v", err)
