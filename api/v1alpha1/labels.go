@@ -42,10 +42,6 @@ const (
 	// with (a JSON object of strings, defaults filled in): every attempt of
 	// the run, retries included, runs with them, also after a restart.
 	AnnotationParams = "batch.taskops.io/params"
-	// AnnotationResults records on an attempt's Job what its pod handed
-	// back (a JSON object of strings), read once from the pod, so the
-	// results outlive the pod.
-	AnnotationResults = "batch.taskops.io/results"
 	// AnnotationCancel stops every unfinished run for each new value a user
 	// sets (result Cancelled, no retry).
 	AnnotationCancel = "batch.taskops.io/cancel"

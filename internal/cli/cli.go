@@ -206,6 +206,7 @@ Exit codes:
 		a.cancelCommand(),
 		a.logsCommand(),
 		a.historyCommand(),
+		a.resultsCommand(),
 		a.queueCommand(),
 		a.versionCommand(),
 	)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/yaml"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
@@ -70,6 +73,50 @@ func (a *app) printTask(ctx context.Context, t *v1alpha1.Task) error {
 		p = jp
 	}
 	return p.PrintObj(t, a.out())
+}
+
+// printRun prints a run's history entry in the -o format: its results are
+// at .results (-o jsonpath='{.results.version}').
+func (a *app) printRun(rec *v1alpha1.RunRecord) error {
+	return a.printValue("run/"+rec.RunID, rec)
+}
+
+// printValue prints something that is not an API object (a run's entry, a
+// results map) as json, yaml or jsonpath=TEMPLATE; name prints name.
+func (a *app) printValue(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	switch a.output {
+	case "json":
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, b, "", "    "); err != nil {
+			return err
+		}
+		buf.WriteString("\n")
+		_, err = a.out().Write(buf.Bytes())
+		return err
+	case "yaml":
+		y, err := yaml.JSONToYAML(b)
+		if err != nil {
+			return err
+		}
+		_, err = a.out().Write(y)
+		return err
+	case "name", "wide":
+		_, err := fmt.Fprintln(a.out(), name)
+		return err
+	}
+	var data any
+	if err := json.Unmarshal(b, &data); err != nil {
+		return err
+	}
+	jp := jsonpath.New("output").AllowMissingKeys(true) // as kubectl get -o jsonpath
+	if err := jp.Parse(strings.TrimPrefix(a.output, jsonpathPrefix)); err != nil {
+		return err
+	}
+	return jp.Execute(a.out(), data)
 }
 
 // printTaskRow prints the Task as `kubectl get task NAME -o wide` does: the

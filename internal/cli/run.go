@@ -25,11 +25,18 @@ func (a *app) runCommand() *cobra.Command {
 		wait    bool
 		detach  bool
 		timeout time.Duration
+		values  []string
 	)
 	cmd := &cobra.Command{
-		Use:   "run -f FILE [--wait] [--timeout DURATION]",
-		Short: "Create the Task in FILE and optionally wait for it to finish",
-		Long: `Create the Task in FILE (YAML or JSON, one Task; '-' reads stdin).
+		Use:   "run (-f FILE | NAME [--param NAME=VALUE]...) [--wait] [--timeout DURATION]",
+		Short: "Create the Task in FILE, or start a run of Task NAME with values, and optionally wait for it",
+		Long: `With -f: create the Task in FILE (YAML or JSON, one Task; '-' reads stdin).
+
+With NAME: start one run of the existing Task NAME, as 'kubectl task
+trigger' does, with the values --param gives (spec.params; the others get
+their defaults), written with the run-now token in one patch. With --wait,
+-o prints that run's history entry, results included:
+-o jsonpath='{.results.version}' prints one result.
 
 The namespace is the file's metadata.namespace, else -n/--namespace, else the
 kubeconfig context's namespace, else "default". metadata.generateName works:
@@ -42,11 +49,23 @@ Task's runs before it exits (exit code 4), unless --detach.`,
   kubectl task run -f task.yaml --wait --timeout 10m
 
   # From stdin, in namespace ci
-  cat task.yaml | kubectl task run -n ci -f -`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+  cat task.yaml | kubectl task run -n ci -f -
+
+  # Re-run the report for a past date and print the rows it wrote
+  kubectl task run nightly-report --param date=2026-11-30 --wait -o jsonpath='{.results.rows}'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if file != "" {
+					return usageErrorf("give -f FILE (create a Task) or NAME (run an existing one), not both")
+				}
+				return a.runExisting(cmd, args[0], values, wait, detach, timeout)
+			}
 			if file == "" {
-				return usageErrorf("-f/--filename is required")
+				return usageErrorf("-f/--filename or a Task NAME is required")
+			}
+			if len(values) > 0 {
+				return usageErrorf("--param gives values to a run of an existing Task: kubectl task run NAME --param NAME=VALUE")
 			}
 			if err := a.checkOutput(); err != nil {
 				return err
@@ -89,11 +108,32 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Task (YAML or JSON); - for stdin")
+	addParamFlag(cmd, &values)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Task finished; the exit code tells how")
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the Task's runs running instead of cancelling them")
 	addTimeoutFlag(cmd, &timeout)
 	a.addOutputFlag(cmd)
 	return cmd
+}
+
+// runExisting starts a run of Task name with values (run NAME).
+func (a *app) runExisting(cmd *cobra.Command, name string, values []string, wait, detach bool, timeout time.Duration) error {
+	if err := a.checkOutput(); err != nil {
+		return err
+	}
+	if err := checkTimeout(timeout); err != nil {
+		return err
+	}
+	given, err := parseParams(values)
+	if err != nil {
+		return err
+	}
+	c, err := a.getClients()
+	if err != nil {
+		return err
+	}
+	key := types.NamespacedName{Namespace: c.namespace, Name: name}
+	return a.trigger(cmd.Context(), c, key, runRequest{token: a.newToken(), params: given, printsRun: true}, wait, detach, timeout)
 }
 
 // maxManifestBytes bounds what run reads.

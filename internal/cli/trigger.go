@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
@@ -23,9 +27,10 @@ func (a *app) triggerCommand() *cobra.Command {
 		detach  bool
 		timeout time.Duration
 		token   string
+		values  []string
 	)
 	cmd := &cobra.Command{
-		Use:   "trigger NAME [--wait] [--timeout DURATION]",
+		Use:   "trigger NAME [--param NAME=VALUE]... [--wait] [--timeout DURATION]",
 		Short: "Start one run of a Task now (run-now annotation) and optionally wait for it",
 		Long: `Start one run of the Task now by setting a new run-now token in the
 batch.taskops.io/run-now annotation (a merge patch). The run's id is
@@ -35,6 +40,12 @@ The token is a UTC timestamp plus a random suffix unless --run-now-token sets
 it: a fixed token (say, the CI pipeline id) makes the step idempotent, since
 setting the same token again starts no second run and --wait then reports
 the run that token started.
+
+--param gives the run a value for one of spec.params (repeatable): the
+values go into the batch.taskops.io/run-params annotation in the same patch
+as the token, so the run uses exactly them (params without a value get
+their default). Without --param the annotation is removed: the run gets the
+defaults.
 
 The run follows spec.concurrencyPolicy (Forbid: it starts when the active run
 ended) and also runs while the Task is suspended.
@@ -46,7 +57,10 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
   kubectl task trigger nightly-report --wait --timeout 15m
 
   # Idempotent trigger from CI
-  kubectl task trigger deploy-db --run-now-token "pipeline-$CI_PIPELINE_ID" --wait`,
+  kubectl task trigger deploy-db --run-now-token "pipeline-$CI_PIPELINE_ID" --wait
+
+  # Re-run the report for a past date
+  kubectl task trigger nightly-report --param date=2026-11-30 --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTimeout(timeout); err != nil {
@@ -61,6 +75,10 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 			if cmd.Flags().Changed("run-now-token") && token == "" {
 				return usageErrorf("--run-now-token must not be empty")
 			}
+			given, err := parseParams(values)
+			if err != nil {
+				return err
+			}
 			c, err := a.getClients()
 			if err != nil {
 				return err
@@ -69,9 +87,10 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 				token = a.newToken()
 			}
 			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
-			return a.trigger(cmd.Context(), c, key, token, wait, detach, timeout)
+			return a.trigger(cmd.Context(), c, key, runRequest{token: token, params: given}, wait, detach, timeout)
 		},
 	}
+	addParamFlag(cmd, &values)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the triggered run finished; the exit code tells how")
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the run running instead of cancelling the Task's runs")
 	cmd.Flags().StringVar(&token, "run-now-token", "", "the run-now token to set (default: a UTC timestamp plus a random suffix)")
@@ -80,7 +99,16 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 	return cmd
 }
 
-func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName, token string, wait, detach bool, timeout time.Duration) error {
+// runRequest is what a trigger asks for: a token, the run's values, and
+// whether -o prints the run's history entry (run NAME) or the Task.
+type runRequest struct {
+	token     string
+	params    map[string]string
+	printsRun bool
+}
+
+func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName, req runRequest, wait, detach bool, timeout time.Duration) error {
+	token := req.token
 	start := a.now()
 	task, err := c.getTask(ctx, key)
 	if err != nil {
@@ -104,7 +132,7 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		}
 	}
 
-	if err := setAnnotation(ctx, c, key, v1alpha1.AnnotationRunNow, token); err != nil {
+	if err := setRunNow(ctx, c, key, token, req.params); err != nil {
 		return err
 	}
 	id := runs.RunNowID(token)
@@ -119,7 +147,61 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		}
 		return nil
 	}
-	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token}, detach)
+	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token, printRun: req.printsRun}, detach)
+}
+
+// setRunNow writes the run-now token and the run's values in one merge
+// patch, so the operator reads them from the same version of the Task:
+// no values removes the annotation, so the run gets the defaults and not
+// an earlier run's values.
+func setRunNow(ctx context.Context, c *clients, key types.NamespacedName, token string, values map[string]string) error {
+	var runParams any // JSON null removes the annotation
+	if len(values) > 0 {
+		b, err := json.Marshal(values)
+		if err != nil {
+			return err
+		}
+		runParams = string(b)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{v1alpha1.AnnotationRunNow: token, v1alpha1.AnnotationRunParams: runParams},
+	}})
+	if err != nil {
+		return err
+	}
+	target := &v1alpha1.Task{}
+	target.Name, target.Namespace = key.Name, key.Namespace
+	if err := c.ctrl.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return notFoundError(key)
+		}
+		return fmt.Errorf("setting the run-now token on task/%s: %w", key.Name, err)
+	}
+	return nil
+}
+
+// addParamFlag adds --param NAME=VALUE (repeatable).
+func addParamFlag(cmd *cobra.Command, values *[]string) {
+	cmd.Flags().StringArrayVar(values, "param", nil, "a value for the run: NAME=VALUE, one of spec.params (repeatable; the value may hold anything, '=' included)")
+}
+
+// parseParams reads --param values; a name twice is an error.
+func parseParams(values []string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range values {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("--param %q: want NAME=VALUE", kv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, usageErrorf("--param %s given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // trackerFunc adapts a function to a tracker.

@@ -84,6 +84,8 @@ type outcome struct {
 	// step: the wait was a step of a command that goes on (not its end),
 	// so -o prints nothing yet.
 	step bool
+	// run, when set, is what -o prints: the run's history entry.
+	run *v1alpha1.RunRecord
 }
 
 // tracker follows one Task until what it waits for happened.
@@ -128,7 +130,11 @@ func (a *app) waitFor(ctx context.Context, c *clients, key types.NamespacedName,
 			a.printLastLogLines(ctx, c, key)
 		}
 		if a.output != "" && !res.step {
-			if err := a.printTask(ctx, final); err != nil {
+			print := func() error { return a.printTask(ctx, final) }
+			if res.run != nil {
+				print = func() error { return a.printRun(res.run) }
+			}
+			if err := print(); err != nil {
 				return err
 			}
 		}
@@ -276,6 +282,8 @@ type runTracker struct {
 	// token, when set, is the run-now token that starts the run: if another
 	// token replaces it before the operator took it, the run never starts.
 	token string
+	// printRun: -o prints the run's history entry, not the Task.
+	printRun bool
 }
 
 func (r *runTracker) observe(t *v1alpha1.Task) (string, *outcome) {
@@ -283,6 +291,15 @@ func (r *runTracker) observe(t *v1alpha1.Task) (string, *outcome) {
 	if h == nil {
 		return r.notStarted(t)
 	}
+	progress, out := r.verdict(t, h)
+	if out != nil && r.printRun {
+		out.run = h.DeepCopy()
+	}
+	return progress, out
+}
+
+// verdict is where the run that has a history entry stands.
+func (r *runTracker) verdict(t *v1alpha1.Task, h *v1alpha1.RunRecord) (string, *outcome) {
 	switch h.Result {
 	case v1alpha1.RunResultSucceeded:
 		return "", &outcome{code: ExitOK, lines: []string{successLine(t, h)}}

@@ -244,7 +244,7 @@ func TestRunErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no file", []string{"run"}, "-f/--filename is required"},
+		{"no file", []string{"run"}, "-f/--filename or a Task NAME is required"},
 		{"missing file", []string{"run", "-f", "/nonexistent/task.yaml"}, "reading /nonexistent/task.yaml"},
 		{"namespace mismatch", []string{"-n", ns, "run", "-f", withNS}, `does not match --namespace "` + ns + `"`},
 		{"not a Task", []string{"-n", ns, "run", "-f", cm}, "holds a ConfigMap (v1), not a Task (batch.taskops.io/v1alpha1)"},

@@ -9,10 +9,13 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/params"
+	"github.com/taskops/task-operator/internal/results"
 )
 
 // Options are the operator-wide defaults a Job is built with; they come from
@@ -62,22 +65,31 @@ const (
 	// EnvHTTPHeaderPrefix starts the per-header variables
 	// TASK_HTTP_HEADER_<i>_NAME, _VALUE and _SENSITIVE.
 	EnvHTTPHeaderPrefix = "TASK_HTTP_HEADER_"
+	// EnvHTTPResultPrefix starts the per-result variables
+	// TASK_HTTP_RESULT_<i>_NAME and _FROM (spec.http.results).
+	EnvHTTPResultPrefix = "TASK_HTTP_RESULT_"
 )
 
 // Build returns the Job of attempt `attempt` of run `runID` of the Task.
-// scheduled is the slot of a scheduled run (nil otherwise). Build is pure: it
-// reads the Task without changing it and shares no maps or slices with it.
-func Build(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, opts Options) *batchv1.Job {
+// scheduled is the slot of a scheduled run (nil otherwise); values are the
+// run's params (params.Resolve), the same for every attempt of the run.
+// Build is pure: it reads the Task without changing it and shares no maps
+// or slices with it.
+func Build(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, values map[string]string, opts Options) *batchv1.Job {
+	a := jobAnnotations(task, scheduled)
+	if enc := params.Encode(values); enc != "" {
+		a[v1alpha1.AnnotationParams] = enc
+	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            Name(task, runID, attempt),
 			Namespace:       task.Namespace,
 			Labels:          jobLabels(task, runID, attempt),
-			Annotations:     jobAnnotations(task, scheduled),
+			Annotations:     a,
 			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
 		},
-		Spec: jobSpec(task, runID, attempt, scheduled, opts),
+		Spec: jobSpec(task, runID, attempt, scheduled, values, opts),
 	}
 }
 
@@ -132,7 +144,7 @@ func ownerRef(task *v1alpha1.Task) metav1.OwnerReference {
 // jobSpec: one attempt is one Job, so the Job never retries by itself
 // (backoffLimit 0); retries are the operator's, with its own backoff.
 // No ttlSecondsAfterFinished: the history limits decide when Jobs go.
-func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, opts Options) batchv1.JobSpec {
+func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, values map[string]string, opts Options) batchv1.JobSpec {
 	replicas := replicas(task)
 	spec := batchv1.JobSpec{
 		BackoffLimit: ptr.To[int32](0),
@@ -142,7 +154,7 @@ func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.T
 		Completions:      ptr.To(replicas),
 		Parallelism:      ptr.To(replicas),
 		PodFailurePolicy: podFailurePolicy(task),
-		Template:         podTemplate(task, runID, attempt, scheduled, opts),
+		Template:         podTemplate(task, runID, attempt, scheduled, values, opts),
 	}
 	if task.Spec.ActiveDeadlineSeconds != nil {
 		// The operator stops the attempt at its deadline itself, once it
@@ -244,11 +256,12 @@ func sortedCodes(codes []int32) []int32 {
 }
 
 // podTemplate is the pod every index of the attempt runs.
-func podTemplate(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, opts Options) corev1.PodTemplateSpec {
-	c := container(task, opts)
+func podTemplate(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Time, values map[string]string, opts Options) corev1.PodTemplateSpec {
+	c := container(task, values, opts)
 	// The run context comes last: admission refuses these names in
 	// spec.env, and later entries win anyway.
 	c.Env = append(c.Env, runContextEnv(task, runID, attempt, scheduled)...)
+	c.Env = append(c.Env, paramEnv(task, values)...)
 	spec := corev1.PodSpec{
 		// Required by podFailurePolicy; the operator, not the kubelet,
 		// decides about retries.
@@ -259,7 +272,7 @@ func podTemplate(task *v1alpha1.Task, runID string, attempt int32, scheduled *ti
 		NodeSelector:       maps.Clone(task.Spec.NodeSelector),
 		Affinity:           affinity(task.Spec.Affinity),
 		PriorityClassName:  task.Spec.PriorityClassName,
-		Volumes:            volumes(task.Spec.Volumes),
+		Volumes:            append(volumes(task.Spec.Volumes), resultsVolume(task)...),
 		// The pause container is PID 1, not the task's process: a PID 1
 		// ignores every signal it has no handler for, so `sh -c "sleep
 		// 600"` would sit out the whole grace period after a stop. Not
@@ -386,7 +399,7 @@ func containerSecurityContext() *corev1.SecurityContext {
 }
 
 // container is the Task's only container; what it runs depends on the type.
-func container(task *v1alpha1.Task, opts Options) corev1.Container {
+func container(task *v1alpha1.Task, values map[string]string, opts Options) corev1.Container {
 	c := corev1.Container{
 		Name: ContainerName,
 		// A script that dies without writing /dev/termination-log still
@@ -407,15 +420,53 @@ func container(task *v1alpha1.Task, opts Options) corev1.Container {
 		// After the user's env: the runner's variables are the operator's
 		// (admission refuses TASK_HTTP_* in spec.env, and later entries win
 		// anyway).
-		c.Env = append(c.Env, httpEnv(task)...)
+		c.Env = append(c.Env, httpEnv(task, values)...)
 	default:
 		c.Image = task.Spec.Image
 		if c.Image == "" {
 			c.Image = opts.ShellImage
 		}
 		c.Command = []string{"/bin/sh", "-c", literal(task.Spec.Shell)}
+		if len(task.Spec.Results) > 0 {
+			// The script runs under the results wrapper, which writes
+			// the files it leaves into the termination message; it is an
+			// argument of the wrapper, never part of its text.
+			c.Command = []string{"/bin/sh", "-c", literal(results.Wrapper), "task-results", literal(task.Spec.Shell)}
+			for _, r := range task.Spec.Results {
+				c.Command = append(c.Command, r.Name)
+			}
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: resultsVolumeName, MountPath: results.Dir})
+			c.Env = append(c.Env, corev1.EnvVar{Name: results.DirEnv, Value: results.Dir})
+		}
 	}
 	return c
+}
+
+// resultsVolumeName is the emptyDir a shell Task with results writes them
+// into (results.Dir).
+const resultsVolumeName = "task-results"
+
+// resultsVolume is that emptyDir, for a shell Task that declares results;
+// an emptyDir is allowed by the restricted Pod Security Standard.
+func resultsVolume(task *v1alpha1.Task) []corev1.Volume {
+	if len(task.Spec.Results) == 0 || task.Spec.Type == v1alpha1.TaskTypeHTTP {
+		return nil
+	}
+	limit := resource.MustParse("1Mi")
+	return []corev1.Volume{{Name: resultsVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+}
+
+// paramEnv gives every declared param of the run its TASK_PARAM_<NAME>
+// variable. The value is literal: the kubelet expands no $(VAR) in it and
+// no shell ever sees it as text.
+func paramEnv(task *v1alpha1.Task, values map[string]string) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, p := range task.Spec.Params {
+		if v, ok := values[p.Name]; ok {
+			env = append(env, corev1.EnvVar{Name: params.EnvName(p.Name), Value: literal(v)})
+		}
+	}
+	return env
 }
 
 // literal protects a string the operator puts into a container's command or
@@ -500,7 +551,7 @@ func copyBool(b *bool) *bool {
 
 // httpEnv is the request of an http Task as the runner's environment, with
 // the contract's defaults applied (spec.http may be nil).
-func httpEnv(task *v1alpha1.Task) []corev1.EnvVar {
+func httpEnv(task *v1alpha1.Task, values map[string]string) []corev1.EnvVar {
 	h := task.Spec.HTTP
 	if h == nil {
 		h = &v1alpha1.HTTPSpec{}
@@ -516,30 +567,31 @@ func httpEnv(task *v1alpha1.Task) []corev1.EnvVar {
 	}
 
 	env := []corev1.EnvVar{
-		{Name: EnvHTTPURL, Value: literal(task.Spec.URL)},
+		{Name: EnvHTTPURL, Value: literal(params.Substitute(task.Spec.URL, values, params.InURL))},
 		{Name: EnvHTTPMethod, Value: method},
 	}
 	if h.Body != "" {
-		env = append(env, corev1.EnvVar{Name: EnvHTTPBody, Value: literal(h.Body)})
+		env = append(env, corev1.EnvVar{Name: EnvHTTPBody, Value: literal(params.Substitute(h.Body, values, params.Verbatim))})
 	}
 	if len(h.SuccessCodes) > 0 {
 		// Omitted means any 2xx to the runner.
 		env = append(env, corev1.EnvVar{Name: EnvHTTPSuccessCodes, Value: joinCodes(h.SuccessCodes)})
 	}
 	env = append(env, corev1.EnvVar{Name: EnvHTTPTimeoutSeconds, Value: strconv.FormatInt(int64(timeout), 10)})
-	return append(env, headerEnv(h.Headers)...)
+	env = append(env, headerEnvWith(EnvHTTPHeaderPrefix, h.Headers, values)...)
+	for i, r := range h.Results {
+		prefix := EnvHTTPResultPrefix + strconv.Itoa(i) + "_"
+		env = append(env, corev1.EnvVar{Name: prefix + "NAME", Value: r.Name}, corev1.EnvVar{Name: prefix + "FROM", Value: literal(r.From)})
+	}
+	return env
 }
 
-// headerEnv numbers the headers in order (the runner sends them in that
-// order). A Secret-backed value is a secretKeyRef the kubelet resolves, and
-// is flagged SENSITIVE so the runner masks it in everything it prints.
-func headerEnv(headers []v1alpha1.HTTPHeader) []corev1.EnvVar {
-	return headerEnvWith(EnvHTTPHeaderPrefix, headers)
-}
-
-// headerEnvWith is headerEnv with the variables named <start><i>_NAME,
-// _VALUE and _SENSITIVE (a notification target's headers).
-func headerEnvWith(start string, headers []v1alpha1.HTTPHeader) []corev1.EnvVar {
+// headerEnvWith numbers the headers in order (the runner sends them in
+// that order) as the variables <start><i>_NAME, _VALUE and _SENSITIVE. A
+// Secret-backed value is a secretKeyRef the kubelet resolves, and is
+// flagged SENSITIVE so the runner masks it in everything it prints; a
+// literal value gets the run's params substituted (values nil: none).
+func headerEnvWith(start string, headers []v1alpha1.HTTPHeader, values map[string]string) []corev1.EnvVar {
 	var env []corev1.EnvVar
 	for i, h := range headers {
 		prefix := start + strconv.Itoa(i) + "_"
@@ -550,7 +602,7 @@ func headerEnvWith(start string, headers []v1alpha1.HTTPHeader) []corev1.EnvVar 
 			value.ValueFrom = &corev1.EnvVarSource{SecretKeyRef: secretKeySelector(h.ValueFrom.SecretKeyRef)}
 			sensitive = true
 		case h.Value != nil:
-			value.Value = literal(*h.Value)
+			value.Value = literal(params.Substitute(*h.Value, values, params.Verbatim))
 		}
 		env = append(env, corev1.EnvVar{Name: prefix + "NAME", Value: h.Name}, value)
 		if sensitive {

@@ -74,7 +74,7 @@ func TestBuildShellTaskHasTheWholeContractShape(t *testing.T) {
 	})
 	slot := time.Date(2026, 1, 1, 1, 0, 0, 0, time.FixedZone("CET", 3600))
 
-	got := Build(task, "s1767225600", 2, &slot, testOpts)
+	got := Build(task, "s1767225600", 2, &slot, nil, testOpts)
 
 	labels := map[string]string{
 		"batch.taskops.io/task":        "backup",
@@ -172,7 +172,7 @@ func TestTerminationGracePeriodComesFromTheSpecOrIs30(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task := newTask(func(t *v1alpha1.Task) { t.Spec.TerminationGracePeriodSeconds = tc.set })
-			pod := Build(task, "0", 1, nil, testOpts).Spec.Template.Spec
+			pod := Build(task, "0", 1, nil, nil, testOpts).Spec.Template.Spec
 			if got := ptr.Deref(pod.TerminationGracePeriodSeconds, -1); got != tc.want {
 				t.Errorf("terminationGracePeriodSeconds = %d, want %d", got, tc.want)
 			}
@@ -238,7 +238,7 @@ func TestBuildJobSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, Build(tt.task, runs.OneShot, 1, nil, testOpts))
+			tt.check(t, Build(tt.task, runs.OneShot, 1, nil, nil, testOpts))
 		})
 	}
 }
@@ -267,7 +267,7 @@ func TestBuildPodFailurePolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rules := Build(tt.task, runs.OneShot, 1, nil, testOpts).Spec.PodFailurePolicy.Rules
+			rules := Build(tt.task, runs.OneShot, 1, nil, nil, testOpts).Spec.PodFailurePolicy.Rules
 			first := rules[0]
 			if first.Action != batchv1.PodFailurePolicyActionIgnore || len(first.OnPodConditions) != 1 ||
 				first.OnPodConditions[0].Type != corev1.DisruptionTarget {
@@ -347,7 +347,7 @@ func TestBuildHTTPTask(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := Build(tt.task, runs.OneShot, 1, nil, testOpts)
+			job := Build(tt.task, runs.OneShot, 1, nil, nil, testOpts)
 			c := job.Spec.Template.Spec.Containers[0]
 			if c.Image != testOpts.RunnerImage {
 				t.Errorf("image = %q, want the runner image %q", c.Image, testOpts.RunnerImage)
@@ -385,7 +385,7 @@ func TestEveryPodFieldReachesTheJob(t *testing.T) {
 		t.Spec.SecurityContext = &v1alpha1.SecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](2000), FSGroup: ptr.To[int64](3000)}
 		t.Spec.NonRetryableExitCodes = []int32{64, 3, 64}
 	})
-	job := Build(task, runs.OneShot, 1, nil, testOpts)
+	job := Build(task, runs.OneShot, 1, nil, nil, testOpts)
 	pod := job.Spec.Template.Spec
 	c := pod.Containers[0]
 	checks := []struct {
@@ -429,7 +429,7 @@ func TestBuildNeverCarriesASecretValue(t *testing.T) {
 		{Name: "X-Plain", Value: ptr.To("visible")},
 		{Name: "Authorization", ValueFrom: &v1alpha1.HeaderValueSource{SecretKeyRef: v1alpha1.KeySelector{Name: "api-token", Key: "bearer"}}},
 	}}))
-	job := Build(task, runs.OneShot, 1, nil, testOpts)
+	job := Build(task, runs.OneShot, 1, nil, nil, testOpts)
 	env := envMap(job.Spec.Template.Spec.Containers[0])
 
 	secret := env["TASK_HTTP_HEADER_1_VALUE"]
@@ -460,7 +460,7 @@ func TestBuildShellCommandReachesTheShellVerbatim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := Build(newTask(func(t *v1alpha1.Task) { t.Spec.Shell = tt.shell }), runs.OneShot, 1, nil, testOpts).Spec.Template.Spec.Containers[0]
+			c := Build(newTask(func(t *v1alpha1.Task) { t.Spec.Shell = tt.shell }), runs.OneShot, 1, nil, nil, testOpts).Spec.Template.Spec.Containers[0]
 			want := []string{"/bin/sh", "-c", tt.want}
 			if !equality.Semantic.DeepEqual(c.Command, want) {
 				t.Errorf("command = %q, want %q", c.Command, want)
@@ -536,7 +536,7 @@ func TestBuildPodTemplate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			job := Build(tt.task, runs.OneShot, 1, nil, testOpts)
+			job := Build(tt.task, runs.OneShot, 1, nil, nil, testOpts)
 			tt.check(t, job.Spec.Template, job)
 		})
 	}
@@ -592,8 +592,8 @@ func TestBuildIsPure(t *testing.T) {
 	})
 	before := task.DeepCopy()
 
-	first := Build(task, "m0123456789", 1, nil, testOpts)
-	second := Build(task, "m0123456789", 1, nil, testOpts)
+	first := Build(task, "m0123456789", 1, nil, nil, testOpts)
+	second := Build(task, "m0123456789", 1, nil, nil, testOpts)
 	if !equality.Semantic.DeepEqual(first, second) {
 		t.Errorf("two builds differ:\n%s\n%s", asJSON(t, first), asJSON(t, second))
 	}
@@ -616,12 +616,12 @@ func TestAKueueTasksJobIsCreatedSuspendedWithItsLabels(t *testing.T) {
 			v1alpha1.LabelKueueQueueName: "team", v1alpha1.LabelKueuePriorityClass: "high"}},
 		Spec: v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "true"},
 	}
-	job := Build(task, "0", 1, nil, testOpts)
+	job := Build(task, "0", 1, nil, nil, testOpts)
 	if !ptr.Deref(job.Spec.Suspend, false) || job.Labels[v1alpha1.LabelKueueQueueName] != "team" || job.Labels[v1alpha1.LabelKueuePriorityClass] != "high" {
 		t.Fatalf("suspend %v, labels %v", job.Spec.Suspend, job.Labels)
 	}
 	delete(task.Labels, v1alpha1.LabelKueueQueueName)
-	if plain := Build(task, "0", 1, nil, testOpts); plain.Spec.Suspend != nil {
+	if plain := Build(task, "0", 1, nil, nil, testOpts); plain.Spec.Suspend != nil {
 		t.Fatalf("a Task without the Kueue label got suspend %v", *plain.Spec.Suspend)
 	}
 }

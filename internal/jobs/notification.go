@@ -121,5 +121,5 @@ func targetEnv(n v1alpha1.Notification, i int) []corev1.EnvVar {
 		format = v1alpha1.NotifyFormatJSON
 	}
 	env = append(env, corev1.EnvVar{Name: prefix + notify.SuffixFormat, Value: string(format)})
-	return append(env, headerEnvWith(prefix+notify.SuffixHeaderPrefix, n.Headers)...)
+	return append(env, headerEnvWith(prefix+notify.SuffixHeaderPrefix, n.Headers, nil)...)
 }

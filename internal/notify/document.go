@@ -3,6 +3,8 @@ package notify
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +36,10 @@ type Document struct {
 	StartTime      string `json:"startTime,omitempty"`
 	CompletionTime string `json:"completionTime,omitempty"`
 	Message        string `json:"message,omitempty"`
+	// Params are the values the run started with; Results what it handed
+	// back (spec.params, spec.results), as in status.history.
+	Params  map[string]string `json:"params,omitempty"`
+	Results map[string]string `json:"results,omitempty"`
 }
 
 // NewDocument is the outcome document of a finished run of task.
@@ -43,7 +49,7 @@ func NewDocument(task *v1alpha1.Task, rec v1alpha1.RunRecord, ev v1alpha1.Notify
 		Namespace: task.Namespace, Task: task.Name, RunID: rec.RunID,
 		Result: rec.Result, Reason: rec.Reason, Attempts: rec.Attempts,
 		ScheduledTime: stamp(rec.ScheduledTime), StartTime: stamp(rec.StartTime), CompletionTime: stamp(rec.CompletionTime),
-		Message: rec.Message,
+		Message: rec.Message, Params: rec.Params, Results: rec.Results,
 	}
 }
 
@@ -56,7 +62,7 @@ func stamp(t *metav1.Time) string {
 
 // JSON is the document as sent.
 func (d Document) JSON() string {
-	b, _ := json.Marshal(d) // strings and numbers only: cannot fail
+	b, _ := json.Marshal(d) // strings, numbers and maps of strings: cannot fail
 	return string(b)
 }
 
@@ -80,6 +86,9 @@ func (d Document) Slack() string {
 	if d.Message != "" {
 		b.WriteString("\n")
 		b.WriteString(d.Message)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Results)) {
+		fmt.Fprintf(&b, "\n%s: %s", k, d.Results[k])
 	}
 	out, _ := json.Marshal(map[string]string{"text": b.String()})
 	return string(out)

@@ -20,6 +20,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,6 +29,7 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/notify"
+	"github.com/taskops/task-operator/internal/params"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
@@ -95,6 +98,9 @@ type Start struct {
 	RunID     string
 	Attempt   int32
 	Scheduled *time.Time
+	// Params are the run's values (spec.params): decided when the run
+	// starts, the same for each of its attempts.
+	Params map[string]string
 }
 
 // Prune is a finished run whose Jobs go (history limits).
@@ -306,6 +312,9 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 			"spec.queueName %q and the label %s=%s name two queues: use a TaskQueue (spec.queueName) or Kueue (the label), not both",
 			task.Spec.QueueName, v1alpha1.LabelKueueQueueName, task.Labels[v1alpha1.LabelKueueQueueName])}
 	}
+	if problem := undeclaredParams(task); problem != nil {
+		return nil, problem
+	}
 	if policy != nil && policy.Refused != nil {
 		return nil, policy.Refused
 	}
@@ -318,6 +327,32 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: c.Message}
 	}
 	return schedule, nil
+}
+
+// undeclaredParams: $(params.<name>) in an http Task's request naming a
+// param spec.params does not declare (too costly for the schema to check
+// in texts this long).
+func undeclaredParams(task *v1alpha1.Task) *status.Problem {
+	if task.Spec.Type != v1alpha1.TaskTypeHTTP {
+		return nil
+	}
+	texts := map[string]string{"spec.url": task.Spec.URL}
+	if h := task.Spec.HTTP; h != nil {
+		texts["spec.http.body"] = h.Body
+		for i, hd := range h.Headers {
+			if hd.Value != nil {
+				texts[fmt.Sprintf("spec.http.headers[%d].value", i)] = *hd.Value
+			}
+		}
+	}
+	fields := slices.Sorted(maps.Keys(texts))
+	for _, f := range fields {
+		if names := params.Undeclared(task.Spec.Params, texts[f]); len(names) > 0 {
+			return &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: fmt.Sprintf(
+				"%s uses $(params.%s), which spec.params does not declare", f, names[0])}
+		}
+	}
+	return nil
 }
 
 // knownRuns is every run id the Task ever had. The status remembers runs

@@ -5,9 +5,11 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/params"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
+	"github.com/taskops/task-operator/internal/status"
 )
 
 // planRuns is stage 4: each run's next step, which new runs start (or
@@ -49,7 +51,9 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 	// queued new runs, then the scheduler's new runs.
 	for _, run := range d.rs {
 		if step := steps[run.ID]; step.Kind == retry.StartAttempt && !contains(p.Schedule.Replace, run.ID) {
-			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled})
+			// A retry keeps its run's values, whatever the spec or the
+			// run-params annotation say now.
+			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled, Params: run.Params()})
 		}
 	}
 	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
@@ -66,10 +70,21 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 		if q.ScheduledTime != nil {
 			at = &q.ScheduledTime.Time
 		}
-		p.Start = append(p.Start, Start{RunID: q.RunID, Attempt: q.Attempt, Scheduled: at})
+		p.Start = append(p.Start, Start{RunID: q.RunID, Attempt: q.Attempt, Scheduled: at, Params: q.Params})
 	}
 	for _, nr := range p.Schedule.Start {
-		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled})
+		values, err := runParams(task, nr.ID)
+		if err != nil {
+			// No Job: the run fails at once, and the token that asked
+			// for it is consumed all the same.
+			q := v1alpha1.QueuedAttempt{RunID: nr.ID, Attempt: 1, JobName: jobs.Name(task, nr.ID, 1)}
+			if nr.Scheduled != nil {
+				q.ScheduledTime = status.Time(*nr.Scheduled)
+			}
+			p.Dropped = append(p.Dropped, Dropped{Queued: q, Result: v1alpha1.RunResultFailed, Reason: v1alpha1.ReasonInvalidParams, Message: err.Error()})
+			continue
+		}
+		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled, Params: values})
 	}
 
 	// A queued Task's starts wait for admission (queue.go).
@@ -80,7 +95,17 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 	for _, s := range p.Start {
 		d.rs = runs.AddAttempt(d.rs, s.RunID, s.Scheduled, runs.Attempt{
 			Number: s.Attempt, JobName: jobs.Name(task, s.RunID, s.Attempt), Phase: runs.Active,
-			Created: now, Generation: task.Generation,
+			Created: now, Generation: task.Generation, Params: s.Params,
 		})
 	}
+}
+
+// runParams are a new run's values: a run-now run's from the run-params
+// annotation of the same Task version as its token, run 0's and a cron
+// slot's the defaults.
+func runParams(task *v1alpha1.Task, runID string) (map[string]string, error) {
+	if runs.IsRunNow(runID) {
+		return params.Resolve(task.Spec.Params, task.Annotations[v1alpha1.AnnotationRunParams])
+	}
+	return params.Defaults(task.Spec.Params)
 }

@@ -78,7 +78,7 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	if !p.r.leaseHeld() {
 		return guards.ErrLeaseLapsed
 	}
-	job := jobs.Build(p.task, s.RunID, s.Attempt, s.Scheduled, p.r.Jobs)
+	job := jobs.Build(p.task, s.RunID, s.Attempt, s.Scheduled, s.Params, p.r.Jobs)
 	if p.plan.RunNowToken != "" {
 		job.Annotations[v1alpha1.AnnotationRunNowToken] = p.plan.RunNowToken
 	}

@@ -51,7 +51,7 @@ func fullJob(now time.Time) (*v1alpha1.Task, *batchv1.Job) {
 		t.Spec.Env = []v1alpha1.EnvVar{{Name: "A", Value: ptr.To("b")}}
 	})
 	scheduled := now.Add(-time.Hour).Truncate(time.Minute)
-	job := jobs.Build(task, "s1", 2, &scheduled, jobOpts)
+	job := jobs.Build(task, "s1", 2, &scheduled, nil, jobOpts)
 	job.UID = "0c1d2e3f-aaaa-bbbb-cccc-000000000001"
 	job.ResourceVersion = "4242"
 	job.Generation = 2
@@ -231,7 +231,7 @@ func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
 		t.Labels = map[string]string{manualLabel: "true"}
 	})
 	must(t, k8s.Create(ctx, task))
-	job := jobs.Build(task, "0", 1, nil, jobOpts)
+	job := jobs.Build(task, "0", 1, nil, nil, jobOpts)
 	must(t, k8s.Create(ctx, job))
 	must(t, testutil.CompleteJob(ctx, k8s, job, time.Now()))
 	full := getJob(t, job)

@@ -198,7 +198,7 @@ func TestAJobUnderTheLegacyNameOfACutTaskNameIsStillItsAttempt(t *testing.T) {
 	if jobs.LegacyName(stored, "0", 1) == jobs.Name(stored, "0", 1) {
 		t.Fatal("the Task name is not cut; the test needs a longer one")
 	}
-	legacy := jobs.Build(stored, "0", 1, nil, jobOpts)
+	legacy := jobs.Build(stored, "0", 1, nil, nil, jobOpts)
 	legacy.Name = jobs.LegacyName(stored, "0", 1)
 	must(t, k8s.Create(ctx, legacy))
 

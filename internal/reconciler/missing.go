@@ -92,7 +92,7 @@ func deletedAttempt(rec v1alpha1.RunRecord, jobName string, now time.Time) runs.
 // removed or changed on job (none when the cache was only behind).
 func (p *pass) lostLabels(job *batchv1.Job, runID string, attempt int32) map[string]string {
 	missing := map[string]string{}
-	for k, v := range jobs.Build(p.task, runID, attempt, nil, p.r.Jobs).Labels {
+	for k, v := range jobs.Build(p.task, runID, attempt, nil, nil, p.r.Jobs).Labels {
 		// The queue label says which queue admitted the Job, not which it
 		// would now: spec.queueName may have changed since.
 		if k != v1alpha1.LabelQueue && job.Labels[k] != v {

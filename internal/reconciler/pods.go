@@ -12,6 +12,7 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/resultline"
+	"github.com/taskops/task-operator/internal/results"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/status"
 )
@@ -120,9 +121,10 @@ func podOutput(pods []corev1.Pod) status.Output {
 		return status.Output{}
 	}
 	out := status.Output{ExitCode: &best.ExitCode}
-	// The http runner's structured line is for the operator (see
-	// podRetryAfter), not for people.
-	text, _, _ := resultline.Parse(best.Message)
+	out.Results, out.TooLarge = podResults(pods)
+	// The results and the http runner's structured line are for the
+	// operator (see podRetryAfter), not for people.
+	text, _ := splitMessage(best.Message)
 	msg := strings.TrimSpace(text)
 	if best.ExitCode == 0 {
 		out.Text = msg
@@ -146,13 +148,48 @@ func podRetryAfter(pods []corev1.Pod) int64 {
 	for i := range pods {
 		for _, cs := range pods[i].Status.ContainerStatuses {
 			if t := cs.State.Terminated; cs.Name == jobs.ContainerName && t != nil {
-				if _, data, ok := resultline.Parse(t.Message); ok {
+				if _, data := splitMessage(t.Message); data != nil {
 					secs = max(secs, data.RetryAfterSeconds)
 				}
 			}
 		}
 	}
 	return secs
+}
+
+// splitMessage parses a task container's termination message: from its
+// end, the results block (internal/results), then the runner's structured
+// line (internal/resultline); text is what is left, for people. data is
+// nil when there is no structured line.
+func splitMessage(msg string) (text string, data *resultline.Data) {
+	text, _, _, _ = results.Parse(msg)
+	text, d, ok := resultline.Parse(text)
+	if !ok {
+		return text, nil
+	}
+	return text, &d
+}
+
+// podResults are the results of the attempt: those of its index 0 pod
+// (with replicas > 1 each pod writes its own; index 0's count), the newest
+// such pod whose task container ended.
+func podResults(pods []corev1.Pod) (map[string]string, []string) {
+	var best *corev1.Pod
+	var msg string
+	for i := range pods {
+		pod := &pods[i]
+		if idx, ok := pod.Annotations[batchv1.JobCompletionIndexAnnotation]; ok && idx != "0" {
+			continue
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if t := cs.State.Terminated; cs.Name == jobs.ContainerName && t != nil &&
+				(best == nil || pod.CreationTimestamp.After(best.CreationTimestamp.Time)) {
+				best, msg = pod, t.Message
+			}
+		}
+	}
+	_, values, tooLarge, _ := results.Parse(msg)
+	return values, tooLarge
 }
 
 // logTail is the log tail of the first pod whose task container still runs

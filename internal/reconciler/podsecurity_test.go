@@ -185,7 +185,7 @@ func TestThePodsOfEverySampleTaskPassRestricted(t *testing.T) {
 				continue
 			}
 			task.Namespace, task.UID = ns, "sample-uid"
-			job := jobs.Build(task, "0", 1, nil, jobOpts)
+			job := jobs.Build(task, "0", 1, nil, nil, jobOpts)
 			if w := admitPod(t, job); len(w) != 0 {
 				t.Errorf("%s: Pod Security warnings for task/%s: %v", filepath.Base(f), task.Name, w)
 			}

@@ -51,6 +51,11 @@ func (p *pass) reportTransitions() {
 			metrics.AttemptsTotal.WithLabelValues(string(typ), "succeeded").Inc()
 			r.event(task, nil, eventNormal, v1alpha1.EventRunSucceeded, "FinishRun", fmt.Sprintf("run %s %s", h.RunID, h.Message))
 		case v1alpha1.RunResultFailed:
+			if h.Reason == v1alpha1.ReasonInvalidParams {
+				// Failed before it had a Job: its values could not be used.
+				r.event(task, nil, eventWarning, v1alpha1.ReasonInvalidParams, "StartRun", fmt.Sprintf("run %s failed without a Job: %s", h.RunID, h.Message))
+				continue
+			}
 			r.event(task, nil, eventWarning, v1alpha1.EventRunFailed, "FinishRun", fmt.Sprintf("run %s failed for good: %s", h.RunID, h.Message))
 		case v1alpha1.RunResultCancelled:
 			r.event(task, nil, eventNormal, v1alpha1.EventRunCancelled, "CancelRun", fmt.Sprintf("run %s cancelled: %s", h.RunID, h.Message))

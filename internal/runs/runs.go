@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/params"
 )
 
 // Phase is where an attempt stands.
@@ -87,6 +88,9 @@ type Attempt struct {
 	// (plan.stopAgain). StopUndoneMessage is the annotated message.
 	StopUndone        v1alpha1.Reason
 	StopUndoneMessage string
+	// Params are the values the run started with, as its Jobs record them
+	// (v1alpha1.AnnotationParams): every attempt of the run gets them.
+	Params map[string]string
 }
 
 // Stop marks the attempt stopped by the operator at at, for reason: what
@@ -104,6 +108,17 @@ type Run struct {
 
 // Latest is the newest attempt of the run.
 func (r *Run) Latest() *Attempt { return &r.Attempts[len(r.Attempts)-1] }
+
+// Params are the values the run started with: those its attempts' Jobs
+// record (the same on each).
+func (r *Run) Params() map[string]string {
+	for i := range r.Attempts {
+		if r.Attempts[i].Params != nil {
+			return r.Attempts[i].Params
+		}
+	}
+	return nil
+}
 
 // Started is when the run's first attempt was created.
 func (r *Run) Started() time.Time { return r.Attempts[0].Created }
@@ -248,6 +263,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		// Only the run the token started may claim it.
 		RunNowTokenValue: tokenOfRun(job),
 		Output:           job.Annotations[v1alpha1.AnnotationOutput],
+		Params:           params.Decode(job.Annotations[v1alpha1.AnnotationParams]),
 	}
 	if v, ok := job.Annotations[v1alpha1.AnnotationRetryAfter]; ok {
 		secs, _ := strconv.ParseInt(v, 10, 64)

@@ -55,7 +55,7 @@ func attemptRecords(st *v1alpha1.TaskStatus, prev string, rs []runs.Run, outputs
 
 // attemptRecord is the record of one observed attempt.
 func attemptRecord(a *runs.Attempt, outputs map[string]Output) v1alpha1.AttemptRecord {
-	rec := v1alpha1.AttemptRecord{Attempt: a.Number, JobName: a.JobName, StartTime: Time(a.Created)}
+	rec := v1alpha1.AttemptRecord{Attempt: a.Number, JobName: a.JobName, StartTime: Time(a.Created), Params: a.Params}
 	if a.Phase == runs.Active {
 		return rec
 	}
@@ -71,6 +71,7 @@ func attemptRecord(a *runs.Attempt, outputs map[string]Output) v1alpha1.AttemptR
 	}
 	out := outputs[a.JobName]
 	rec.ExitCode = out.ExitCode
+	rec.Results = out.Results
 	rec.Message = a.Message
 	if out.Text != "" {
 		rec.Message = out.Text

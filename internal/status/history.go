@@ -3,6 +3,7 @@ package status
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -90,6 +91,7 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]Output) v1alph
 		Attempts:   last.Number,
 		Result:     v1alpha1.RunResultRunning,
 		StartTime:  Time(run.Started()),
+		Params:     run.Params(),
 	}
 	if run.Scheduled != nil {
 		rec.ScheduledTime = Time(*run.Scheduled)
@@ -116,16 +118,41 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]Output) v1alph
 	}
 	if step.Finished() {
 		rec.CompletionTime = Time(step.At)
+		// The run's results are its last attempt's, kept when it failed:
+		// a failing run can say how far it got.
+		out := outputs[last.JobName]
+		rec.Results = out.Results
+		if len(out.TooLarge) > 0 {
+			rec.Message = fmt.Sprintf("%s: %s left out (over 1 KiB, or over the run's 4 KiB); %s",
+				v1alpha1.ReasonResultsTooLarge, strings.Join(out.TooLarge, ", "), rec.Message)
+		}
 	}
 	rec.Message = Head(rec.Message, MaxMessage)
 	return rec
 }
 
+// newestResults are the results of the newest finished run in h (newest
+// first), for status.results.
+func newestResults(h []v1alpha1.RunRecord) map[string]string {
+	for _, r := range h {
+		if r.Result != v1alpha1.RunResultRunning {
+			return r.Results
+		}
+	}
+	return nil
+}
+
 // DroppedRecord is the history entry of a queued new run that ended before
 // it had a Job (a cancel, or a newer run replacing it): no attempt ran.
 func DroppedRecord(q v1alpha1.QueuedAttempt, result v1alpha1.RunResult, reason v1alpha1.Reason, msg string, now time.Time) v1alpha1.RunRecord {
-	return v1alpha1.RunRecord{
+	rec := v1alpha1.RunRecord{
 		RunID: q.RunID, ScheduledTime: q.ScheduledTime.DeepCopy(), Result: result, Reason: reason,
 		CompletionTime: Time(now), Message: Head(msg, MaxMessage),
 	}
+	if reason == v1alpha1.ReasonInvalidParams {
+		// It started, and failed at its start: the newest run, whose end
+		// the conditions tell.
+		rec.StartTime = Time(now)
+	}
+	return rec
 }

@@ -36,6 +36,11 @@ import (
 type Output struct {
 	Text     string
 	ExitCode *int32
+	// Results are what the attempt handed back (spec.results), from the
+	// block at the end of its termination message; TooLarge names those
+	// left out for the limits.
+	Results  map[string]string
+	TooLarge []string
 }
 
 // Problem is a spec the operator cannot act on.
@@ -107,6 +112,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	}
 	st.Queued = in.Queued
 	st.History = mergeHistory(withDropped(st.History, in.Dropped), rs, steps, in.Outputs)
+	st.Results = newestResults(st.History)
 	ended := newlyFinished(&st, &task.Status)
 	recordFinishedToken(task, &st, ended, rs)
 	countFailures(task, &st, ended)

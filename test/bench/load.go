@@ -73,7 +73,7 @@ func cronTask(namespace, name, schedule string) *v1alpha1.Task {
 // controller ignores it: no pods, no status writes, nothing but the API
 // server's own work is measured.
 func b0Job(owner *v1alpha1.Task, i int) *batchv1.Job {
-	j := jobs.Build(owner, runs.OneShot, int32(i+1), nil, benchJobOptions)
+	j := jobs.Build(owner, runs.OneShot, int32(i+1), nil, nil, benchJobOptions)
 	j.Spec.ManagedBy = ptr.To("bench.taskops.io/nobody")
 	return j
 }
@@ -82,7 +82,7 @@ func b0Job(owner *v1alpha1.Task, i int) *batchv1.Job {
 // one-shot Task, on schedule in UTC, with the CronJob defaults otherwise
 // (concurrencyPolicy Allow, no startingDeadlineSeconds).
 func cronJob(namespace, name, schedule string) *batchv1.CronJob {
-	shape := jobs.Build(oneShotTask(namespace, name), runs.OneShot, 1, nil, benchJobOptions)
+	shape := jobs.Build(oneShotTask(namespace, name), runs.OneShot, 1, nil, nil, benchJobOptions)
 	tmpl := shape.Spec
 	// The operator's labels mean "a Task's Job"; these Jobs are not.
 	tmpl.Template.Labels = map[string]string{"bench.taskops.io/cronjob": name}

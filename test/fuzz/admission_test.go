@@ -127,7 +127,7 @@ func admit(ctx context.Context, c *check, hs *harness, ns, name string) admissio
 	if slot != nil {
 		runID = runs.ScheduledID(*slot)
 	}
-	job := jobs.Build(task, runID, task.Spec.MaxRetry+1, slot, jobOpts)
+	job := jobs.Build(task, runID, task.Spec.MaxRetry+1, slot, nil, jobOpts)
 	job.Namespace = ns
 	if err := hs.k8s.Create(ctx, job, client.DryRunAll); err != nil {
 		a.jobErr = err

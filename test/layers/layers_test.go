@@ -17,7 +17,7 @@ const module = "github.com/taskops/task-operator/"
 
 // pure are the packages that decide; every decision about a Task is a
 // pure function in one of them.
-var pure = []string{"internal/notify", "internal/resultline", "internal/plan", "internal/status", "internal/admission", "internal/retry", "internal/scheduler", "internal/runs"}
+var pure = []string{"internal/notify", "internal/resultline", "internal/params", "internal/results", "internal/plan", "internal/status", "internal/admission", "internal/retry", "internal/scheduler", "internal/runs"}
 
 // forbidden are what no package of this module that a pure package
 // depends on may import. (The Kubernetes API types themselves link

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -79,7 +80,7 @@ func TestTheJSONFormatPostsTheOutcomeDocument(t *testing.T) {
 		t.Fatalf("exit %d, %d requests; log:\n%s", res.code, len(rcv.bodies), res.log)
 	}
 	var got notify.Document
-	if err := json.Unmarshal([]byte(rcv.bodies[0]), &got); err != nil || got != doc {
+	if err := json.Unmarshal([]byte(rcv.bodies[0]), &got); err != nil || !reflect.DeepEqual(got, doc) {
 		t.Fatalf("body %s (%v), want the document %+v", rcv.bodies[0], err, doc)
 	}
 	if ct := rcv.headers[0].Get("Content-Type"); ct != "application/json" {

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+)
+
+func (a *app) resultsCommand() *cobra.Command {
+	var runID string
+	cmd := &cobra.Command{
+		Use:   "results NAME [--run ID]",
+		Short: "Print the results of a Task's newest finished run, or of one run",
+		Long: `Print what a run handed back (spec.results): the newest finished run's
+(status.results), or with --run the run ID's from the history.
+
+Without -o: one NAME VALUE pair a line, values quoted when they hold spaces
+or newlines. -o json prints the results as one JSON object, -o
+jsonpath='{.rows}' one value.`,
+		Example: `  kubectl task results nightly-report
+  kubectl task results nightly-report --run m3f2a9c41d0 -o jsonpath='{.rows}'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
+			c, err := a.getClients()
+			if err != nil {
+				return err
+			}
+			task, err := c.getTask(cmd.Context(), types.NamespacedName{Namespace: c.namespace, Name: args[0]})
+			if err != nil {
+				return err
+			}
+			values, err := runResults(task, runID)
+			if err != nil {
+				return err
+			}
+			if a.output != "" {
+				if values == nil {
+					values = map[string]string{}
+				}
+				return a.printValue("task/"+task.Name, values)
+			}
+			if len(values) == 0 {
+				fmt.Fprintf(a.errOut(), "task/%s: no results\n", task.Name)
+				return nil
+			}
+			for _, k := range slices.Sorted(maps.Keys(values)) {
+				v := values[k]
+				if v == "" || strings.ContainsAny(v, " \t\n\r\"'") || !strconv.CanBackquote(v) {
+					v = strconv.Quote(v)
+				}
+				fmt.Fprintf(a.out(), "%s\t%s\n", k, v)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&runID, "run", "", "the run whose results to print (an id from 'kubectl task history'); default: the newest finished run")
+	a.addOutputFlag(cmd)
+	return cmd
+}
+
+// runResults are the results of run id, or of the newest finished run.
+func runResults(t *v1alpha1.Task, id string) (map[string]string, error) {
+	if id == "" {
+		return t.Status.Results, nil
+	}
+	h := findRun(t, id)
+	if h == nil {
+		return nil, fmt.Errorf("task/%s has no run %s in its history (kubectl task history %s lists them)", t.Name, id, t.Name)
+	}
+	if h.Result == v1alpha1.RunResultRunning {
+		return nil, fmt.Errorf("run %s of task/%s has not finished", id, t.Name)
+	}
+	return h.Results, nil
+}
