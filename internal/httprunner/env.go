@@ -79,6 +79,9 @@ type Request struct {
 	// SensitiveURL: the URL came from a Secret (a Slack webhook URL is a
 	// credential), so only its scheme and host are ever printed.
 	SensitiveURL bool
+	// Results are what the run hands back from the response
+	// (spec.http.results).
+	Results []ResultSpec
 }
 
 // Header is one request header, in the order given.
@@ -157,6 +160,7 @@ func ParseEnv(getenv func(string) string) (Request, error) {
 	}
 
 	req.Headers, problems = parseHeaders(getenv, problems)
+	req.Results, problems = parseResults(getenv, problems)
 
 	if len(problems) > 0 {
 		return Request{}, &DefinitionError{Problems: problems}

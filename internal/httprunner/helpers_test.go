@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/taskops/task-operator/internal/results"
 )
 
 // envOf turns a map into a getenv function.
@@ -22,8 +24,10 @@ type runOutput struct {
 	code        int
 	stdout      string
 	termination string
-	// data is the structured line of the termination message.
-	data ResultData
+	// data is the structured line of the termination message; results its
+	// results block.
+	data    ResultData
+	results map[string]string
 }
 
 // run runs the runner like the pod does, with the termination message
@@ -50,8 +54,9 @@ func runCtx(t *testing.T, ctx context.Context, env map[string]string) runOutput 
 		t.Fatalf("termination message not written: %v", err)
 	}
 	out := runOutput{code: code, stdout: stdout.String(), termination: string(term)}
-	summary, data, _ := ParseResultData(out.termination)
-	out.data = data
+	rest, values, _, _ := results.Parse(out.termination)
+	summary, data, _ := ParseResultData(rest)
+	out.data, out.results = data, values
 	if summary != out.stdout {
 		t.Errorf("termination message (without its structured line) differs from stdout:\n%s\n---\n%s", summary, out.stdout)
 	}

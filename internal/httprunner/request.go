@@ -69,8 +69,11 @@ type Result struct {
 	// RetryAfter is the server's Retry-After on a 429 or 503 (0: none).
 	RetryAfter time.Duration
 	// Notes are extra facts worth knowing, e.g. headers not forwarded on a
-	// redirect.
+	// redirect, or a result that could not be taken.
 	Notes []string
+	// Results are what the run hands back (Request.Results), also of a
+	// failed request that got a response.
+	Results map[string]string
 
 	redact *redactor
 }
@@ -186,15 +189,18 @@ func Do(ctx context.Context, client *http.Client, req Request) Result {
 		res.FinalURL = DisplayURL(resp.Request.URL)
 	}
 
-	var body []byte
+	var body, all []byte
 	var readErr error
 	if req.Method != http.MethodHead {
-		body, res.BodyTruncated, readErr = readExcerpt(resp.Body, resp.ContentLength)
+		body, all, res.BodyTruncated, readErr = req.readBody(resp.Body, resp.ContentLength)
 	}
 	res.Latency = time.Since(start)
 	if len(body) > 0 {
 		res.Body = red.Excerpt(body, res.BodyTruncated)
 	}
+	var notes []string
+	res.Results, notes = takeResults(req.Results, resp, all, req.needsBody() && (all == nil || readErr != nil), red)
+	res.Notes = append(res.Notes, notes...)
 
 	switch {
 	case !req.isSuccess(resp.StatusCode):

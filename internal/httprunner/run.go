@@ -16,7 +16,7 @@ func Run(ctx context.Context, getenv func(string) string, stdout io.Writer) int 
 	} else {
 		res = Do(ctx, nil, req)
 	}
-	Report(getenv, stdout, res.Summary(), resultDataLine(res))
+	Report(getenv, stdout, res.Summary(), resultDataLine(res)+resultsBlock(res.Results))
 	return res.ExitCode
 }
 
@@ -29,8 +29,10 @@ func Failure(code int, msg string) Result {
 
 // Report writes the summary to stdout (the pod's log) and to the termination
 // message file, where the kubelet picks it up for the pod status and the
-// operator for the Task status; the structured line (data, possibly empty,
-// see ResultDataPrefix) goes last, into the termination message only.
+// operator for the Task status; the structured line and the results block
+// (data, possibly empty, see ResultDataPrefix and internal/results) go
+// last, into the termination message only: the kubelet keeps its last 4096
+// bytes, so they survive a long summary.
 func Report(getenv func(string) string, stdout io.Writer, summary, data string) {
 	WriteTerminationMessage(TerminationLogPath(getenv), summary+data)
 	_, _ = io.WriteString(stdout, summary)
