@@ -259,7 +259,7 @@ func (c *Cluster) startComponents(ctx context.Context, st State) error {
 	if err := c.startEtcd(st); err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, "etcd on port "+st.EtcdPort, func(context.Context) bool { return !portFree(atoi(st.EtcdPort)) }); err != nil {
+	if err := c.waitFor(ctx, "etcd on port "+st.EtcdPort, func(context.Context) bool { return listening(st.EtcdPort) }); err != nil {
 		return err
 	}
 	if err := c.startAPIServer(st); err != nil {
@@ -306,7 +306,6 @@ func (c *Cluster) startComponents(ctx context.Context, st State) error {
 	return c.waitFor(ctx, "kube-controller-manager /healthz", func(ctx context.Context) bool { return healthz(ctx, st.KCMPort) })
 }
 
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // reportFailure shows the last lines of every component's log and stops
 // what was started.

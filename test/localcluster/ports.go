@@ -40,7 +40,8 @@ func pickPorts(n int) ([]int, error) {
 }
 
 // portFree: nothing answers on the port (a listener on 0.0.0.0 counts too)
-// and it can be bound.
+// and it can be bound. Only for picking ports: the bind would take the
+// port from a component starting meanwhile (see listening).
 func portFree(p int) bool {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
@@ -52,5 +53,16 @@ func portFree(p int) bool {
 		return false
 	}
 	_ = l.Close()
+	return true
+}
+
+// listening: something accepts connections on the loopback port. It only
+// dials: a component that has not bound its port yet must find it free.
+func listening(port string) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
 	return true
 }
