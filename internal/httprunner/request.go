@@ -84,6 +84,30 @@ type Result struct {
 // not secrets, and masking every "2" would garble the body excerpt.
 const minMaskedQueryValue = 8
 
+// fromSecrets are the values that come from a Secret: Secret-backed header
+// values and a Secret-backed URL. Results are masked against these only:
+// what else secrets() masks (the URL's password and token-like query
+// values) is in the Task's spec, which whoever reads the results can read
+// too, and a run's own param in the query would otherwise garble them.
+func (r Request) fromSecrets() []string {
+	var s []string
+	for _, h := range r.Headers {
+		if h.Sensitive {
+			s = append(s, h.Value)
+		}
+	}
+	if r.SensitiveURL && r.URL != nil {
+		s = append(s, r.RawURL)
+		if len(r.URL.Path) > 1 {
+			s = append(s, r.URL.Path, strings.TrimPrefix(r.URL.Path, "/"))
+		}
+		if r.URL.RawQuery != "" {
+			s = append(s, r.URL.RawQuery)
+		}
+	}
+	return s
+}
+
 // secrets are the values to mask everywhere: Secret-backed header values,
 // the URL's password and its token-like query values.
 func (r Request) secrets() []string {
@@ -199,7 +223,10 @@ func Do(ctx context.Context, client *http.Client, req Request) Result {
 		res.Body = red.Excerpt(body, res.BodyTruncated)
 	}
 	var notes []string
-	res.Results, notes = takeResults(req.Results, resp, all, req.needsBody() && (all == nil || readErr != nil), red)
+	res.Results, notes = takeResults(req.Results, resp, all, req.needsBody() && (all == nil || readErr != nil), newRedactor(req.fromSecrets()))
+	for i, n := range notes {
+		notes[i] = red.String(n)
+	}
 	res.Notes = append(res.Notes, notes...)
 
 	switch {

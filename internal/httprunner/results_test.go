@@ -1,6 +1,7 @@
 package httprunner
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,5 +66,21 @@ func TestABadResultDefinitionIsNotRetryable(t *testing.T) {
 	out = run(t, map[string]string{EnvURL: "http://127.0.0.1:9/", ResultNameEnv(0): "id", ResultFromEnv(0): "body"})
 	if out.code != ExitBadDefinition || !strings.Contains(out.stdout, "is not statusCode, header:<Name> or jsonPath:<expression>") {
 		t.Errorf("exit %d:\n%s", out.code, out.stdout)
+	}
+}
+
+// Results are masked against Secret-backed values only: a long query value
+// (a run's param, in the spec for all to read) comes back as it is, a
+// Secret-backed header the server echoes does not.
+func TestResultsMaskSecretsOnly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"q":%q,"auth":%q}`, r.URL.Query().Get("region"), r.Header.Get("X-Key"))
+	}))
+	defer srv.Close()
+	out := run(t, map[string]string{EnvURL: srv.URL + "/?region=us-west-2-long",
+		HeaderNameEnv(0): "X-Key", HeaderValueEnv(0): "k3y-from-a-secret", HeaderSensitiveEnv(0): "true",
+		ResultNameEnv(0): "q", ResultFromEnv(0): "jsonPath:{.q}", ResultNameEnv(1): "auth", ResultFromEnv(1): "jsonPath:{.auth}"})
+	if d := cmp.Diff(map[string]string{"q": "us-west-2-long", "auth": "***"}, out.results); d != "" {
+		t.Errorf("results (-want +got):\n%s", d)
 	}
 }
