@@ -306,7 +306,6 @@ func (c *Cluster) startComponents(ctx context.Context, st State) error {
 	return c.waitFor(ctx, "kube-controller-manager /healthz", func(ctx context.Context) bool { return healthz(ctx, st.KCMPort) })
 }
 
-
 // reportFailure shows the last lines of every component's log and stops
 // what was started.
 func (c *Cluster) reportFailure() {
