@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
@@ -27,6 +28,11 @@ func ago(d time.Duration) time.Time { return now.Add(-d) }
 func task(opts ...testutil.TaskOpt) *v1alpha1.Task {
 	base := []testutil.TaskOpt{testutil.UID("uid-1"), testutil.Generation(1), testutil.Retries(2, 10, 60, 2), testutil.StartTimeout(300)}
 	return testutil.NewTask("ns", "t", append(base, opts...)...)
+}
+
+// withParams declares date (default yesterday) and region (default eu).
+func withParams(t *v1alpha1.Task) {
+	t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To("yesterday")}, {Name: "region", Default: ptr.To("eu")}}
 }
 
 // recorded is a stored status whose history records runs as finished.
@@ -58,7 +64,7 @@ func running(ids ...string) v1alpha1.TaskStatus {
 
 func TestDecide(t *testing.T) {
 	imagePull := []retry.PodStart{{Name: "p", Created: ago(301 * time.Second), WaitingReason: "ImagePullBackOff", WaitingMessage: "no such image"}}
-	runNow := "batch.taskops.io/run-now"
+	runNow, runParams := v1alpha1.AnnotationRunNow, v1alpha1.AnnotationRunParams
 	tests := []struct {
 		name string
 		in   plan.Input
@@ -177,6 +183,39 @@ func TestDecide(t *testing.T) {
 			in:   plan.Input{Task: task(testutil.Schedule("61 * * * *")), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(time.Hour)).Obj()}},
 			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule,
 				Message: `spec.schedule: invalid minute field "61" in "61 * * * *": end of range (61) above maximum (59): 61`}},
+		},
+		{
+			name: "the initial run of a Task with params gets the defaults",
+			in:   plan.Input{Task: task(withParams)},
+			want: plan.Plan{Start: []plan.Start{{RunID: runs.OneShot, Attempt: 1, Params: map[string]string{"date": "yesterday", "region": "eu"}}}},
+		},
+		{
+			name: "a run-now run gets the values written with its token, defaults filling the rest",
+			in: plan.Input{Task: task(withParams, testutil.Annotation(runNow, "t1"), testutil.Annotation(runParams, `{"date":"2026-11-30"}`), testutil.Status(recorded("0")))},
+			want: plan.Plan{Start: []plan.Start{{RunID: runs.RunNowID("t1"), Attempt: 1, Params: map[string]string{"date": "2026-11-30", "region": "eu"}}},
+				RunNowToken: runs.TokenHash("t1")},
+		},
+		{
+			name: "a run-now run whose values name an unknown param fails at once without a Job",
+			in:   plan.Input{Task: task(withParams, testutil.Annotation(runNow, "t2"), testutil.Annotation(runParams, `{"dat":"x"}`), testutil.Status(recorded("0")))},
+			want: plan.Plan{Dropped: []plan.Dropped{{
+				Queued: v1alpha1.QueuedAttempt{RunID: runs.RunNowID("t2"), Attempt: 1, JobName: jobs.Name(task(), runs.RunNowID("t2"), 1)},
+				Result: v1alpha1.RunResultFailed, Reason: v1alpha1.ReasonInvalidParams,
+				Message: `unknown params "dat": spec.params declares "date", "region"`}},
+				RunNowToken: runs.TokenHash("t2")},
+		},
+		{
+			name: "a retry keeps its run's values, whatever the annotation says now",
+			in: plan.Input{Task: task(withParams, testutil.Annotation(runParams, `{"date":"other"}`)), Runs: []runs.Run{testutil.MakeRun("0").
+				Failed(ago(time.Minute), ago(10*time.Second), v1alpha1.AttemptPodFailed, "exit 3").Params(map[string]string{"date": "first"}).Obj()}},
+			want: plan.Plan{Start: []plan.Start{{RunID: "0", Attempt: 2, Params: map[string]string{"date": "first"}}}},
+		},
+		{
+			name: "a reference to an undeclared param in an http Task's url is a problem",
+			in: plan.Input{Task: task(func(t *v1alpha1.Task) {
+				t.Spec.Type, t.Spec.Shell, t.Spec.URL = v1alpha1.TaskTypeHTTP, "", "https://x.test/$(params.region)"
+			})},
+			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "spec.url uses $(params.region), which spec.params does not declare"}},
 		},
 		{
 			name: "labels a Job lost are put back, even when the spec is a problem",

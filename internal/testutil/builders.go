@@ -196,6 +196,12 @@ func (w *RunWrapper) Stopped(created, finished time.Time, reason v1alpha1.Reason
 	return w.attempt(runs.Attempt{Phase: runs.Stopped, Created: created, Finished: finished, Reason: reason, Message: message})
 }
 
+// Params sets the values the last attempt's Job records for its run.
+func (w *RunWrapper) Params(values map[string]string) *RunWrapper {
+	w.Latest().Params = values
+	return w
+}
+
 // Output sets what the operator kept of the last attempt's output.
 func (w *RunWrapper) Output(out string) *RunWrapper {
 	w.Latest().Output = out
