@@ -44,6 +44,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.suspendAfterFailures)",message="spec.suspendAfterFailures is only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="!has(self.params) || self.params.map(p, has(p.default) ? size(bytes(p.default)) + size(p.name) : 0).sum() <= 4096",message="spec.params: the defaults are at most 4096 bytes in all (names included): a run's values are kept in its status"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.params) || self.params.all(p, has(p.default))",message="spec.params: every param of a cron Task needs a default: its slots run with the defaults"
 // +kubebuilder:validation:XValidation:rule="!has(self.http) || !has(self.http.results) || (has(self.results) && self.http.results.all(r, self.results.exists(x, x.name == r.name)))",message="spec.http.results must name results declared in spec.results"
 type TaskSpec struct {

@@ -318,6 +318,11 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 		{"a default over 1 KiB of UTF-8 is refused", shellTask("param-big", func(t *v1alpha1.Task) {
 			t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To(strings.Repeat("é", 513))}}
 		}), []string{"spec.params[0].default", "at most 1024 bytes"}},
+		{"defaults over 4 KiB in all are refused", shellTask("param-total", func(t *v1alpha1.Task) {
+			for i := range 5 {
+				t.Spec.Params = append(t.Spec.Params, v1alpha1.ParamSpec{Name: fmt.Sprintf("p%d", i), Default: ptr.To(strings.Repeat("x", 1000))})
+			}
+		}), []string{"the defaults are at most 4096 bytes in all"}},
 		{"a cron Task's param without a default is refused", shellTask("param-cron", func(t *v1alpha1.Task) {
 			t.Spec.Schedule = ptr.To("@hourly")
 			t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date"}}

@@ -20,8 +20,13 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
-// MaxValueBytes bounds one value, default or given.
-const MaxValueBytes = 1024
+// MaxValueBytes bounds one value, default or given; MaxRunBytes all of a
+// run's values, names included: each run's history entry and attempt
+// records keep them, and the status must stay small.
+const (
+	MaxValueBytes = 1024
+	MaxRunBytes   = 4096
+)
 
 // EnvPrefix starts every param's environment variable.
 const EnvPrefix = "TASK_PARAM_"
@@ -87,6 +92,13 @@ func Resolve(spec []v1alpha1.ParamSpec, raw string) (map[string]string, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("no value for required params %s (they have no default)", quoteAll(missing))
+	}
+	total := 0
+	for k, v := range out {
+		total += len(k) + len(v)
+	}
+	if total > MaxRunBytes {
+		return nil, fmt.Errorf("the values are %d bytes in all (names included), over the %d allowed", total, MaxRunBytes)
 	}
 	if len(out) == 0 {
 		return nil, nil
