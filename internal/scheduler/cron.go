@@ -73,6 +73,8 @@ type Schedule struct {
 	every time.Duration
 	spec  *cron.SpecSchedule
 	tab   *tables
+	// cal is the business calendar (calendar.go); nil: none.
+	cal *Calendar
 }
 
 // Slots is what is due at now.
@@ -86,8 +88,12 @@ type Slots struct {
 	// it as missed too (the total missed is then Missed+1).
 	TooLate bool
 	// Next is the first slot strictly after now (and after earliest and
-	// Due). Zero only if no slot can ever come.
+	// Due) that will run: not on a skip date. Zero only if no slot can
+	// ever come.
 	Next time.Time
+	// SkipDate: Due's date is a skip date (Calendar): it falls due but
+	// does not run, and is not missed.
+	SkipDate bool
 }
 
 // MinEvery is the shortest "@every" duration accepted. Every slot is a
@@ -245,6 +251,9 @@ func newSpecSchedule(expr string, sched cron.Schedule) (*Schedule, error) {
 // 8 years: February 29 around 2100). For "@every d" it is
 // floor(t) + d, robfig's anchoring: t is taken as the previous run.
 func (s *Schedule) Next(t time.Time) time.Time {
+	if s.cal != nil {
+		return s.next(t)
+	}
 	if s.every > 0 {
 		return time.Unix(t.Unix(), 0).Add(s.every).In(s.loc)
 	}
@@ -291,6 +300,8 @@ func (s *Schedule) Due(earliest time.Time, startingDeadline *time.Duration, now 
 	case now.Before(earliest):
 		out.Next = s.Next(earliest)
 		return out
+	case s.cal != nil:
+		return s.dueWithCalendar(earliest, startingDeadline, now)
 	case s.every > 0:
 		out = s.dueEvery(earliest, now)
 	default:
