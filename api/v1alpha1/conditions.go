@@ -128,6 +128,10 @@ const (
 	EventInvalidSchedule Reason = "InvalidSchedule"
 	EventMissedSchedules Reason = "MissedSchedules"
 	EventSlotSkipped     Reason = "SlotSkipped"
+	// EventSkipDatesUnreadable: some skip dates could not be used (the
+	// ConfigMap spec.skipDatesFrom names is missing, or a line is no
+	// date); the schedule runs on the others.
+	EventSkipDatesUnreadable Reason = "SkipDatesUnreadable"
 	// EventJobRefused: the API server refused an attempt's Job (a policy,
 	// a webhook, a quota, a foreign Job under its name); the message quotes
 	// the refusal.

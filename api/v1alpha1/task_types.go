@@ -44,6 +44,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.suspendAfterFailures)",message="spec.suspendAfterFailures is only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.skipDates) && !has(self.skipDatesFrom))",message="spec.skipDates and spec.skipDatesFrom are only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.repeatedTimePolicy) && !has(self.skippedTimePolicy))",message="spec.repeatedTimePolicy and spec.skippedTimePolicy are only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.params) || self.params.map(p, has(p.default) ? size(bytes(p.default)) + size(p.name) : 0).sum() <= 4096",message="spec.params: the defaults are at most 4096 bytes in all (names included): a run's values are kept in its status"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.params) || self.params.all(p, has(p.default))",message="spec.params: every param of a cron Task needs a default: its slots run with the defaults"
 // +kubebuilder:validation:XValidation:rule="!has(self.http) || !has(self.http.results) || (has(self.results) && self.http.results.all(r, self.results.exists(x, x.name == r.name)))",message="spec.http.results must name results declared in spec.results"
@@ -356,6 +358,40 @@ type TaskSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	SuspendAfterFailures *int32 `json:"suspendAfterFailures,omitempty"`
 
+	// SkipDates are dates on which the schedule's slots do not run (a
+	// holiday list): YYYY-MM-DD for that date, --MM-DD for that day every
+	// year, in timeZone. A slot on such a date is skipped (a SlotSkipped
+	// event says SkipDate) and not counted as missed;
+	// status.nextScheduleTime shows the next slot that will run.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=400
+	// +kubebuilder:validation:items:Pattern=`^([0-9]{4}-[0-9]{2}-[0-9]{2}|--[0-9]{2}-[0-9]{2})$`
+	// +kubebuilder:validation:items:MaxLength=10
+	SkipDates []string `json:"skipDates,omitempty"`
+
+	// SkipDatesFrom adds the skip dates listed in a ConfigMap key of the
+	// Task's namespace, one per line in the same forms (blank lines and
+	// lines starting with # ignored), so many Tasks share one holiday
+	// list. The operator watches it. A missing ConfigMap or key, or a line
+	// it cannot read, is a Warning event and a condition message: the
+	// schedule keeps running on skipDates and the lines it could read.
+	// +optional
+	SkipDatesFrom *ConfigMapKeyRef `json:"skipDatesFrom,omitempty"`
+
+	// RepeatedTimePolicy: a wall-clock time that happens twice when clocks
+	// fall back runs once, at its first occurrence (Once), or at both
+	// (Twice). Unset: Once.
+	// +optional
+	RepeatedTimePolicy RepeatedTimePolicy `json:"repeatedTimePolicy,omitempty"`
+
+	// SkippedTimePolicy: a wall-clock time that does not exist because
+	// clocks spring forward is skipped that day (Skip), or runs at the
+	// first instant after the gap (RunAfter), once however many slots the
+	// gap held. Unset: Skip.
+	// +optional
+	SkippedTimePolicy SkippedTimePolicy `json:"skippedTimePolicy,omitempty"`
+
 	// Params are the values a run can be given when it starts: each pod of
 	// the run gets a param's value in the environment variable
 	// TASK_PARAM_<NAME> (the name upper-cased), never substituted into the
@@ -382,6 +418,45 @@ type TaskSpec struct {
 }
 
 // NotifyOn is a run outcome a notification is sent for.
+// RepeatedTimePolicy says how a wall-clock time that happens twice runs.
+// +kubebuilder:validation:Enum=Once;Twice
+type RepeatedTimePolicy string
+
+const (
+	// RepeatedOnce: at its first occurrence only (the default).
+	RepeatedOnce RepeatedTimePolicy = "Once"
+	// RepeatedTwice: at both occurrences, an hour (or the shift) apart.
+	RepeatedTwice RepeatedTimePolicy = "Twice"
+)
+
+// SkippedTimePolicy says how a wall-clock time that does not exist runs.
+// +kubebuilder:validation:Enum=Skip;RunAfter
+type SkippedTimePolicy string
+
+const (
+	// SkippedSkip: not that day (the default).
+	SkippedSkip SkippedTimePolicy = "Skip"
+	// SkippedRunAfter: at the first instant after the gap.
+	SkippedRunAfter SkippedTimePolicy = "RunAfter"
+)
+
+// ConfigMapKeyRef names a key of a ConfigMap in the Task's namespace.
+type ConfigMapKeyRef struct {
+	// Name of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key in the ConfigMap's data.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
 // ParamSpec declares one value a run can be given.
 type ParamSpec struct {
 	// Name of the param: TASK_PARAM_<NAME> in the pods, $(params.<name>)

@@ -304,6 +304,16 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 			t.Spec.Backoff = &v1alpha1.Backoff{InitialSeconds: 10, MaxSeconds: 60, Factor: 2, JitterPercent: 101}
 		}), []string{"spec.backoff.jitterPercent", "less than or equal to 100"}},
 
+		// Business calendars.
+		{"skip dates on a one-shot Task are refused", shellTask("skip-oneshot", func(t *v1alpha1.Task) { t.Spec.SkipDates = []string{"2026-12-25"} }),
+			[]string{"spec.skipDates and spec.skipDatesFrom are only allowed with spec.schedule"}},
+		{"a skip date in another form is refused", shellTask("skip-form", func(t *v1alpha1.Task) {
+			t.Spec.Schedule, t.Spec.SkipDates = ptr.To("@daily"), []string{"25.12.2026"}
+		}), []string{"spec.skipDates[0]", "should match"}},
+		{"an unknown repeatedTimePolicy is refused", shellTask("dst-policy", func(t *v1alpha1.Task) {
+			t.Spec.Schedule, t.Spec.RepeatedTimePolicy = ptr.To("@daily"), "Thrice"
+		}), []string{"spec.repeatedTimePolicy", "Unsupported value"}},
+
 		// Params and results.
 		{"a param name with capitals is refused", shellTask("param-caps", func(t *v1alpha1.Task) { t.Spec.Params = []v1alpha1.ParamSpec{{Name: "Date"}} }),
 			[]string{"spec.params[0].name", "should match"}},
@@ -388,12 +398,18 @@ func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
 			Headers: []v1alpha1.HTTPHeader{{Name: "X-Region", Value: ptr.To("$(params.region)")}},
 			Results: []v1alpha1.HTTPResult{{Name: "id", From: "jsonPath:{.id}"}, {Name: "code", From: "statusCode"}, {Name: "etag", From: "header:ETag"}}}
 	})
+	calendar := shellTask("calendar", func(t *v1alpha1.Task) {
+		t.Spec.Schedule, t.Spec.TimeZone = ptr.To("30 2 * * 1-5"), ptr.To("Europe/Berlin")
+		t.Spec.SkipDates = []string{"2026-12-24", "--12-25", "--01-01"}
+		t.Spec.SkipDatesFrom = &v1alpha1.ConfigMapKeyRef{Name: "holidays", Key: "de.txt"}
+		t.Spec.RepeatedTimePolicy, t.Spec.SkippedTimePolicy = v1alpha1.RepeatedTwice, v1alpha1.SkippedRunAfter
+	})
 	cronParams := shellTask("cron-params", func(t *v1alpha1.Task) {
 		t.Spec.Schedule = ptr.To("@daily")
 		t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To("yesterday")}}
 	})
 	for _, task := range []*v1alpha1.Task{shellTask("minimal", nil), full, cron, every, weekdays, question, zeros, everyLong,
-		shellTask(strings.Repeat("a", 63), nil), params, httpParams, cronParams} {
+		shellTask(strings.Repeat("a", 63), nil), params, httpParams, cronParams, calendar} {
 		t.Run(task.Name, func(t *testing.T) {
 			if err := k8s.Create(ctx, task, client.DryRunAll); err != nil {
 				t.Fatalf("a valid Task was refused: %v", err)

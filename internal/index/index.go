@@ -1,6 +1,7 @@
 // Package index holds the cache's field indexes both controllers read
 // by, and the index functions: a Task's Jobs by their controller, a
-// queue's Tasks and Jobs, and the Tasks waiting for a Job name. Add
+// queue's Tasks and Jobs, the Tasks waiting for a Job name, and the Tasks
+// naming a ConfigMap of skip dates. Add
 // registers them all before the manager starts.
 package index
 
@@ -24,6 +25,9 @@ const (
 	QueuedJob = ".status.queued.jobName"
 	// JobQueue indexes Jobs by the queue that admitted them (label).
 	JobQueue = ".metadata.labels.queue"
+	// SkipDatesFrom indexes Tasks by the ConfigMap spec.skipDatesFrom
+	// names, so an edit of a holiday list wakes exactly its Tasks.
+	SkipDatesFrom = ".spec.skipDatesFrom.name"
 )
 
 // Add registers every index.
@@ -34,6 +38,14 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, TaskQueue, func(o client.Object) []string {
 		if q := o.(*v1alpha1.Task).Spec.QueueName; q != "" {
 			return []string{q}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, SkipDatesFrom, func(o client.Object) []string {
+		if ref := o.(*v1alpha1.Task).Spec.SkipDatesFrom; ref != nil {
+			return []string{ref.Name}
 		}
 		return nil
 	}); err != nil {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -81,7 +82,18 @@ type Input struct {
 	// Notifications are the Task's notification Jobs, by run id: pruned
 	// with their run once their outcome is recorded.
 	Notifications map[string]notify.Job
+	// SkipDatesFrom is what the ConfigMap spec.skipDatesFrom names holds:
+	// its lines, or why it could not be read (nil: none named).
+	SkipDatesFrom *SkipDateList
 	Now           time.Time
+}
+
+// SkipDateList is the skip dates read from a ConfigMap (spec.skipDatesFrom).
+type SkipDateList struct {
+	Lines []string
+	// Problem says why there are no lines: the ConfigMap or its key is
+	// missing. The schedule runs on spec.skipDates meanwhile.
+	Problem string
 }
 
 // Stop is an attempt to stop: its Job is annotated with the reason and, if
@@ -160,6 +172,9 @@ type Plan struct {
 	// DeletedJobs counts the attempts whose Job a user deleted, which only
 	// this pass knows of (see RecordLater).
 	DeletedJobs int
+	// CalendarProblem says which skip dates could not be used (a missing
+	// ConfigMap, a line that is no date): the schedule runs on the others.
+	CalendarProblem string
 }
 
 // Decide makes the decision of one pass. It simulates its own stops and
@@ -169,6 +184,9 @@ type Plan struct {
 func Decide(in Input) Plan {
 	d := &decision{in: in, task: in.Task, now: in.Now, p: Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}}
 	schedule, problem := validate(d.task, in.Policy)
+	if schedule != nil {
+		schedule, d.p.CalendarProblem = withCalendar(schedule, d.task, in.SkipDatesFrom)
+	}
 	if problem != nil {
 		d.p.Problem = problem
 		if in.Policy != nil && in.Policy.Refused != nil {
@@ -327,6 +345,31 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: c.Message}
 	}
 	return schedule, nil
+}
+
+// withCalendar applies the Task's business calendar to its schedule:
+// spec.skipDates, the ConfigMap's lines, and the daylight-saving policies.
+// Dates it cannot read are left out and said in problem; a broken
+// calendar never stops a schedule.
+func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList) (*scheduler.Schedule, string) {
+	spec := &task.Spec
+	cal := scheduler.Calendar{Once: spec.RepeatedTimePolicy != v1alpha1.RepeatedTwice, RunAfter: spec.SkippedTimePolicy == v1alpha1.SkippedRunAfter}
+	var problems []string
+	if bad := cal.AddDates(spec.SkipDates); len(bad) > 0 {
+		problems = append(problems, "spec.skipDates: "+strings.Join(bad, "; "))
+	}
+	if ref := spec.SkipDatesFrom; ref != nil && from != nil {
+		where := fmt.Sprintf("ConfigMap %s key %s", ref.Name, ref.Key)
+		switch {
+		case from.Problem != "":
+			problems = append(problems, from.Problem)
+		default:
+			if bad := cal.AddDates(from.Lines); len(bad) > 0 {
+				problems = append(problems, where+": "+strings.Join(bad, "; ")+" (ignored)")
+			}
+		}
+	}
+	return s.WithCalendar(cal), strings.Join(problems, "; ")
 }
 
 // undeclaredParams: $(params.<name>) in an http Task's request naming a

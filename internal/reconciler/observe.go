@@ -38,6 +38,9 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	if err := p.findMissingNotifications(ctx, &in); err != nil {
 		return in, fmt.Errorf("looking for missing notification Jobs: %w", err)
 	}
+	if err := p.readSkipDates(ctx, &in); err != nil {
+		return in, err
+	}
 	timeout := retry.StartTimeout(&p.task.Spec)
 	for i := range in.Runs {
 		a := in.Runs[i].Latest()

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,9 @@ func (p *pass) reportTransitions() {
 		case v1alpha1.RunResultCancelled:
 			r.event(task, nil, eventNormal, v1alpha1.EventRunCancelled, "CancelRun", fmt.Sprintf("run %s cancelled: %s", h.RunID, h.Message))
 		}
+	}
+	if cp := p.plan.CalendarProblem; cp != "" && !strings.Contains(readyMessage(old), cp) {
+		r.event(task, nil, eventWarning, v1alpha1.EventSkipDatesUnreadable, "Schedule", "the schedule runs without some skip dates: "+cp)
 	}
 	if st.LastError != "" && st.LastError != old.LastError {
 		metrics.AttemptsTotal.WithLabelValues(string(typ), "failed").Inc()
@@ -142,6 +146,9 @@ func (p *pass) slotEvents(s *scheduler.Slots) {
 	case scheduler.SkipTooManyFailures:
 		r.event(task, nil, eventNormal, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: %d consecutive runs failed (suspendAfterFailures)", slot, task.Status.ConsecutiveFailures))
+	case scheduler.SkipDate:
+		r.event(task, nil, eventNormal, v1alpha1.EventSlotSkipped, "Schedule",
+			fmt.Sprintf("slot %s skipped (%s): its date is a skip date (spec.skipDates, spec.skipDatesFrom)", slot, scheduler.SkipDate))
 	case scheduler.SkipForbidden:
 		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: a run is still active (concurrencyPolicy: Forbid)", slot))
@@ -161,4 +168,12 @@ func (p *pass) missedEvent(s *scheduler.Slots) {
 	p.missedReported = true
 	p.r.event(p.task, nil, eventWarning, v1alpha1.EventMissedSchedules, "Schedule",
 		fmt.Sprintf("%d earlier slot(s) were missed; only the newest slot, %s, was considered", s.Missed, s.Due.UTC().Format(time.RFC3339)))
+}
+
+// readyMessage is the message of a status's Ready condition.
+func readyMessage(st *v1alpha1.TaskStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,6 +31,8 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}).
 		// An admission starts work: the default priority (queuewatch.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
+		// An edited holiday list (calendarwatch.go): metadata only.
+		WatchesMetadata(&corev1.ConfigMap{}, configMapToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)
 	if r.Shortcuts.On() {
 		// New Tasks once more, at start priority; and the Tasks the queue

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -333,12 +332,4 @@ func (s *Schedule) dueWithCalendar(earliest time.Time, startingDeadline *time.Du
 		out.TooLate = now.Sub(out.Due) > max(*startingDeadline, 0)
 	}
 	return out
-}
-
-// FormatDates renders skip-date problems for a condition message.
-func FormatDates(source string, problems []string) string {
-	if len(problems) == 0 {
-		return ""
-	}
-	return source + ": " + strings.Join(problems, "; ") + " (" + strconv.Itoa(len(problems)) + " ignored)"
 }

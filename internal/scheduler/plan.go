@@ -92,6 +92,9 @@ func planSlot(in Input, active []string, suspended bool, p *Plan) {
 	case in.Known[id]:
 		// Started by a pass whose status write was lost.
 		return
+	case slots.SkipDate:
+		p.SkippedSlot = SkipDate
+		return
 	case slots.TooLate, suspended, specEditedSinceLastPass(in.Task):
 		p.SkippedSlot = SkipReason(slots.TooLate, suspended)
 		return
@@ -135,6 +138,9 @@ const (
 	// SkipTooManyFailures: spec.suspendAfterFailures consecutive runs
 	// failed.
 	SkipTooManyFailures = "TooManyFailures"
+	// SkipDate: the slot's date is a skip date (spec.skipDates,
+	// spec.skipDatesFrom). Not missed.
+	SkipDate = "SkipDate"
 )
 
 // SkipReason names why a slot was skipped before concurrency was looked at.

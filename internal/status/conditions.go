@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +25,10 @@ type judgement struct {
 	problem *Problem
 	refusal *Problem
 	queue   queueJudgement
-	now     time.Time
+	// calendar says which skip dates could not be used; it is added to
+	// Ready's message (the schedule runs on the others).
+	calendar string
+	now      time.Time
 }
 
 // queueJudgement is what the table needs of a queued Task's queue.
@@ -81,6 +85,9 @@ func setPhaseAndConditions(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judge
 	}
 
 	st.Phase = v.phase
+	if j.calendar != "" && j.problem == nil {
+		v.message = strings.TrimPrefix(v.message+"; skip dates: "+j.calendar, "; ")
+	}
 	setCondition(st, v1alpha1.ConditionReady, v.ready, v.reason, v.message, gen, now)
 	if v.failed {
 		setCondition(st, v1alpha1.ConditionFailed, metav1.ConditionTrue, v.reason, v.message, gen, now)

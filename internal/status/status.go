@@ -85,6 +85,9 @@ type Input struct {
 	QueueMessage string
 	// QueueName is spec.queueName as the pass saw it.
 	QueueName string
+	// CalendarProblem says which skip dates could not be used (Ready's
+	// message tells it).
+	CalendarProblem string
 	// Notifications are the Task's notification Jobs, by run id.
 	Notifications map[string]notify.Job
 	// NotificationsRefused are the runs whose notification Job the API
@@ -142,7 +145,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 		}
 	}
 	setPhaseAndConditions(task, &st, judgement{steps: steps, waiting: waiting, problem: in.Problem, refusal: in.Refusal, now: in.Now,
-		queue: queueJudgement{name: in.QueueName, reason: in.QueueReason, message: in.QueueMessage}})
+		queue: queueJudgement{name: in.QueueName, reason: in.QueueReason, message: in.QueueMessage}, calendar: in.CalendarProblem})
 	return st
 }
 

@@ -1,0 +1,133 @@
+package reconciler_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// A holiday list in a ConfigMap: the slot on a listed date falls due but
+// does not run (SlotSkipped, SkipDate), nextScheduleTime passes over it,
+// an edit of the list is seen at once (the operator watches it), and a
+// missing list is a Warning while the schedule goes on.
+func TestASkippedHolidayFromAConfigMap(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	today := fakeClock.Now().UTC()
+	holiday := today.AddDate(0, 0, 1).Format("2006-01-02")
+	slot := time.Date(today.Year(), today.Month(), today.Day()+1, 9, 0, 0, 0, time.UTC)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holidays"},
+		Data: map[string]string{"dates": "# company holidays\n" + holiday + "\n"}}
+	must(t, k8s.Create(ctx, cm))
+	task := newTask(ns, "settlement", testutil.Schedule("0 9 * * *"), func(x *v1alpha1.Task) {
+		x.Spec.SkipDatesFrom = &v1alpha1.ConfigMapKeyRef{Name: "holidays", Key: "dates"}
+	})
+	must(t, k8s.Create(ctx, task))
+	nextIs := func(want time.Time) {
+		t.Helper()
+		waitTask(t, task, "nextScheduleTime "+want.Format(time.RFC3339), func(x *v1alpha1.Task) bool {
+			return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.Time.Equal(want)
+		})
+	}
+	nextIs(slot.AddDate(0, 0, 1))
+
+	// The line goes: the watch wakes the Task, whose next slot is back.
+	cm.Data["dates"] = "# company holidays\n"
+	must(t, k8s.Update(ctx, cm))
+	nextIs(slot)
+	cm.Data["dates"] = holiday + "\nnot-a-date\n"
+	must(t, k8s.Update(ctx, cm))
+	nextIs(slot.AddDate(0, 0, 1))
+	got := waitTask(t, task, "the bad line in Ready's message", func(x *v1alpha1.Task) bool {
+		c := condition(x, v1alpha1.ConditionReady)
+		return c != nil && strings.Contains(c.Message, `"not-a-date" is not YYYY-MM-DD or --MM-DD`)
+	})
+	assertConditions(t, got, T, F, F, F)
+	eventually(t, "a SkipDatesUnreadable event", func() (bool, string) {
+		return hasEvent(t, task, v1alpha1.EventSkipDatesUnreadable, "not-a-date"), "none yet"
+	})
+
+	fakeClock.SetTime(slot.Add(2 * time.Second))
+	poke(t, task)
+	eventually(t, "a SlotSkipped event saying SkipDate", func() (bool, string) {
+		return hasEvent(t, task, v1alpha1.EventSlotSkipped, "SkipDate"), "none yet"
+	})
+	if n := len(jobsOf(t, task)); n != 0 {
+		t.Fatalf("%d Jobs on a holiday", n)
+	}
+	skipped := getTask(t, task)
+	if !skipped.Status.LastScheduleTime.Time.Equal(slot) || hasEvent(t, task, v1alpha1.EventMissedSchedules, "") {
+		t.Fatalf("the holiday's slot: lastScheduleTime %v, want it handled and not missed", skipped.Status.LastScheduleTime)
+	}
+
+	// The list is deleted: a Warning, and the schedule goes on.
+	must(t, k8s.Delete(ctx, cm))
+	waitTask(t, task, "the missing list in Ready's message", func(x *v1alpha1.Task) bool {
+		c := condition(x, v1alpha1.ConditionReady)
+		return c != nil && strings.Contains(c.Message, "ConfigMap holidays (spec.skipDatesFrom) does not exist")
+	})
+	fakeClock.SetTime(slot.AddDate(0, 0, 1).Add(2 * time.Second))
+	poke(t, task)
+	slotJob(t, task, slot.AddDate(0, 0, 1))
+}
+
+// On the day clocks fall back, "30 2 * * *" in Berlin runs once under
+// Once (the default) and twice under Twice.
+func TestAFallBackDayRunsOnceUnderOnceAndTwiceUnderTwice(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	must(t, err)
+	// The next fall-back after today: the last Sunday of October.
+	year := time.Now().Year()
+	if time.Now().Month() >= time.October {
+		year++
+	}
+	day := time.Date(year, time.October, 31, 0, 0, 0, 0, berlin)
+	for day.Weekday() != time.Sunday {
+		day = day.AddDate(0, 0, -1)
+	}
+	first := time.Date(year, time.October, day.Day(), 0, 30, 0, 0, time.UTC) // the first 02:30 (CEST, UTC+2)
+	second := first.Add(time.Hour)                                           // 02:30 again (CET, UTC+1)
+	next := time.Date(year, time.October, day.Day()+1, 2, 30, 0, 0, berlin)
+	for _, tc := range []struct {
+		policy v1alpha1.RepeatedTimePolicy
+		after  time.Time // the next slot once the first 02:30 ran
+	}{{"", next}, {v1alpha1.RepeatedOnce, next}, {v1alpha1.RepeatedTwice, second}} {
+		t.Run("policy "+string(tc.policy), func(t *testing.T) {
+			ns := newNamespace(t)
+			fakeClock.SetTime(day.Add(-time.Minute))
+			task := newTask(ns, "nightly", testutil.Schedule("30 2 * * *"), testutil.StartingDeadline(60), func(x *v1alpha1.Task) {
+				x.Spec.TimeZone, x.Spec.RepeatedTimePolicy = ptr.To("Europe/Berlin"), tc.policy
+			})
+			must(t, k8s.Create(ctx, task))
+			waitTask(t, task, "the first 02:30 next", func(x *v1alpha1.Task) bool {
+				return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.Time.Equal(first)
+			})
+			fakeClock.SetTime(first.Add(2 * time.Second))
+			poke(t, task)
+			slotJob(t, task, first)
+			job := waitJobOf(t, task, runs.ScheduledID(first), 1)
+			must(t, testutil.CompleteJob(ctx, k8s, job, fakeClock.Now()))
+			waitTask(t, task, "the next slot "+tc.after.UTC().Format(time.RFC3339), func(x *v1alpha1.Task) bool {
+				return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.Time.Equal(tc.after) && x.Status.Phase == v1alpha1.PhaseScheduled
+			})
+			fakeClock.SetTime(second.Add(2 * time.Second))
+			poke(t, task)
+			if tc.policy == v1alpha1.RepeatedTwice {
+				slotJob(t, task, second)
+			} else {
+				reconcileOnce(t, rec, task)
+				if n := len(jobsOf(t, task)); n != 1 {
+					t.Fatalf("%d Jobs on the fall-back day under %q, want 1", n, tc.policy)
+				}
+			}
+		})
+	}
+}
