@@ -33,7 +33,7 @@ func TestResolve(t *testing.T) {
 		{name: "a JSON array is refused", spec: spec, raw: `["x"]`, wantErr: "is not a JSON object of strings"},
 		{name: "a value over 1 KiB is refused", spec: spec, raw: `{"date":"` + strings.Repeat("é", 513) + `"}`, wantErr: "1026 bytes, over the 1024 allowed"},
 		{name: "values over 4 KiB in all are refused", spec: []v1alpha1.ParamSpec{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}},
-			raw: `{"a":"` + strings.Repeat("x", 1000) + `","b":"` + strings.Repeat("x", 1000) + `","c":"` + strings.Repeat("x", 1000) + `","d":"` + strings.Repeat("x", 1000) + `","e":"` + strings.Repeat("x", 100) + `"}`,
+			raw:     `{"a":"` + strings.Repeat("x", 1000) + `","b":"` + strings.Repeat("x", 1000) + `","c":"` + strings.Repeat("x", 1000) + `","d":"` + strings.Repeat("x", 1000) + `","e":"` + strings.Repeat("x", 100) + `"}`,
 			wantErr: "4105 bytes in all (names included), over the 4096 allowed"},
 		{name: "a hostile value is kept verbatim", spec: spec, raw: `{"date":"$(rm -rf /) \"q\" 'q'\n` + "`id`" + `"}`,
 			want: map[string]string{"date": "$(rm -rf /) \"q\" 'q'\n`id`", "region": "eu", "note": ""}},

@@ -191,7 +191,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a run-now run gets the values written with its token, defaults filling the rest",
-			in: plan.Input{Task: task(withParams, testutil.Annotation(runNow, "t1"), testutil.Annotation(runParams, `{"date":"2026-11-30"}`), testutil.Status(recorded("0")))},
+			in:   plan.Input{Task: task(withParams, testutil.Annotation(runNow, "t1"), testutil.Annotation(runParams, `{"date":"2026-11-30"}`), testutil.Status(recorded("0")))},
 			want: plan.Plan{Start: []plan.Start{{RunID: runs.RunNowID("t1"), Attempt: 1, Params: map[string]string{"date": "2026-11-30", "region": "eu"}}},
 				RunNowToken: runs.TokenHash("t1")},
 		},
