@@ -56,11 +56,18 @@ func finishWith(t *testing.T, job *batchv1.Job, code int32, values map[string]st
 	t.Helper()
 	_, err := testutil.PodOf(ctx, k8s, job, 0, testutil.Terminated(code, results.Append("", values, nil)))
 	must(t, err)
-	if code == 0 {
-		must(t, testutil.CompleteJob(ctx, k8s, job, fakeClock.Now()))
-		return
-	}
-	must(t, testutil.FailJob(ctx, k8s, job, fakeClock.Now(), "BackoffLimitExceeded", "Job has reached the specified backoff limit"))
+	// The operator may have just written the Job: read it afresh after a
+	// conflict.
+	eventually(t, "Job "+job.Name+" finished", func() (bool, string) {
+		fresh := getJob(t, job)
+		var err error
+		if code == 0 {
+			err = testutil.CompleteJob(ctx, k8s, fresh, fakeClock.Now())
+		} else {
+			err = testutil.FailJob(ctx, k8s, fresh, fakeClock.Now(), "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+		}
+		return err == nil, errString(err)
+	})
 }
 
 func TestARunNowRunUsesItsValuesOnEveryAttemptAndHandsBackResults(t *testing.T) {
