@@ -34,11 +34,18 @@ func (c *Cluster) start(name string, env []string, argv ...string) error {
 	// Reaped when it exits while this process lives, so pidOf never takes
 	// a zombie for a running component.
 	go func() { _ = cmd.Wait() }()
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+	// Start returns as soon as the kernel began the exec, and for a moment
+	// after that /proc/<pid>/cmdline is still empty: pidOf, which checks
+	// the arguments, would take the component for gone.
+	pid := cmd.Process.Pid
+	for deadline := time.Now().Add(5 * time.Second); len(cmdline(pid)) == 0 && alive(pid) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return err
 	}
 	c.started = append(c.started, name)
-	c.logf("started %s (pid %d)", name, cmd.Process.Pid)
+	c.logf("started %s (pid %d)", name, pid)
 	return nil
 }
 
