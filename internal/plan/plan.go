@@ -265,7 +265,7 @@ func (d *decision) afterwards() {
 		}
 	}
 	if p.Schedule.Slots != nil {
-		d.wake.add(p.Schedule.Slots.Next)
+		d.wake.add(p.Schedule.Slots.Wake())
 	}
 	kept, prune, again := pruneRuns(task, d.rs, steps, d.in.Notifications)
 	p.Prune = prune

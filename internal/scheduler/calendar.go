@@ -313,6 +313,9 @@ func (s *Schedule) everyCount(anchor, b int64) int64 {
 // dueWithCalendar is Due when a calendar applies.
 func (s *Schedule) dueWithCalendar(earliest time.Time, startingDeadline *time.Duration, now time.Time) Slots {
 	out := Slots{Next: s.next(now)}
+	if first := s.nextEffective(now); !first.IsZero() && first.Before(out.Next) {
+		out.NextSkipped = first
+	}
 	out.Due = s.newestEffective(earliest, now)
 	if out.Due.IsZero() {
 		return out

@@ -137,6 +137,11 @@ func TestSkipDates(t *testing.T) {
 	if !due.SkipDate || due.Missed != 0 || !due.Next.Equal(time.Date(2024, 12, 27, 9, 0, 0, 0, loc)) {
 		t.Errorf("Due on a skip date: %+v", due)
 	}
+	// The pass before a skip date wakes for its slot, to record the skip.
+	before := s.Due(time.Date(2024, 12, 24, 9, 0, 0, 0, loc), nil, time.Date(2024, 12, 24, 10, 0, 0, 0, loc))
+	if want := time.Date(2024, 12, 25, 9, 0, 0, 0, loc); !before.Wake().Equal(want) || !before.Next.Equal(time.Date(2024, 12, 27, 9, 0, 0, 0, loc)) {
+		t.Errorf("before the holidays: wake %s next %s, want wake %s and next the 27th", before.Wake(), before.Next, want)
+	}
 	// After downtime: the slots on skip dates are not missed.
 	due = s.Due(from, nil, time.Date(2024, 12, 27, 9, 30, 0, 0, loc))
 	if due.SkipDate || due.Missed != 1 || !due.Due.Equal(time.Date(2024, 12, 27, 9, 0, 0, 0, loc)) {

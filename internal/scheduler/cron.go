@@ -94,6 +94,19 @@ type Slots struct {
 	// SkipDate: Due's date is a skip date (Calendar): it falls due but
 	// does not run, and is not missed.
 	SkipDate bool
+	// NextSkipped is the first slot after now when it comes before Next
+	// and is on a skip date: the pass wakes for it to record and report
+	// the skip. Zero otherwise.
+	NextSkipped time.Time
+}
+
+// Wake is when the Task needs its next look for its schedule: the next
+// slot, or an earlier one on a skip date.
+func (s Slots) Wake() time.Time {
+	if !s.NextSkipped.IsZero() && (s.Next.IsZero() || s.NextSkipped.Before(s.Next)) {
+		return s.NextSkipped
+	}
+	return s.Next
 }
 
 // MinEvery is the shortest "@every" duration accepted. Every slot is a
