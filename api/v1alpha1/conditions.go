@@ -132,6 +132,9 @@ const (
 	// ConfigMap spec.skipDatesFrom names is missing, or a line is no
 	// date); the schedule runs on the others.
 	EventSkipDatesUnreadable Reason = "SkipDatesUnreadable"
+	// EventBackfill: a backfill request was accepted, refused, finished or
+	// cancelled (the message says which).
+	EventBackfill Reason = "Backfill"
 	// EventJobRefused: the API server refused an attempt's Job (a policy,
 	// a webhook, a quota, a foreign Job under its name); the message quotes
 	// the refusal.

@@ -34,6 +34,13 @@ const (
 
 	// AnnotationRunNow starts one run for each new value a user sets.
 	AnnotationRunNow = "batch.taskops.io/run-now"
+	// AnnotationBackfill starts a backfill for each new value a user sets:
+	// every slot of the schedule in AnnotationBackfillRange (read from the
+	// same version of the Task) that has no run gets one, oldest first.
+	AnnotationBackfill = "batch.taskops.io/backfill"
+	// AnnotationBackfillRange is "<from>/<to>", RFC 3339 times, to not in
+	// the future.
+	AnnotationBackfillRange = "batch.taskops.io/backfill-range"
 	// AnnotationRunParams holds the values of the run the run-now token
 	// written with it starts: a JSON object of strings naming declared
 	// spec.params. Read from the same version of the Task as the token.

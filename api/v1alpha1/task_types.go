@@ -418,6 +418,51 @@ type TaskSpec struct {
 }
 
 // NotifyOn is a run outcome a notification is sent for.
+// BackfillState is where a backfill request stands.
+// +kubebuilder:validation:Enum=Running;Finished;Refused;Cancelled
+type BackfillState string
+
+const (
+	// BackfillRunning: slots of the range are still to start or running.
+	BackfillRunning BackfillState = "Running"
+	// BackfillFinished: every slot of the range started and finished.
+	BackfillFinished BackfillState = "Finished"
+	// BackfillRefused: the request cannot be done (its message says why);
+	// nothing started.
+	BackfillRefused BackfillState = "Refused"
+	// BackfillCancelled: a cancel token stopped it; no further slot starts.
+	BackfillCancelled BackfillState = "Cancelled"
+)
+
+// BackfillStatus is the progress of a backfill request.
+type BackfillStatus struct {
+	// Token is the request's batch.taskops.io/backfill value (a new value
+	// is a new request).
+	// +kubebuilder:validation:MaxLength=256
+	Token string `json:"token"`
+	// From and To are the range's ends (batch.taskops.io/backfill-range).
+	// +optional
+	From *metav1.Time `json:"from,omitempty"`
+	// +optional
+	To *metav1.Time `json:"to,omitempty"`
+	// State is where the request stands.
+	State BackfillState `json:"state"`
+	// Message says why a request was refused, or how it ended.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// Total, Started and Finished count the range's slots: all of them,
+	// those whose run started (or was there already), those whose run
+	// ended.
+	Total    int32 `json:"total"`
+	Started  int32 `json:"started"`
+	Finished int32 `json:"finished"`
+	// Cursor is the newest slot of the range started so far: slots are
+	// started oldest first, so every slot up to it has its run.
+	// +optional
+	Cursor *metav1.Time `json:"cursor,omitempty"`
+}
+
 // RepeatedTimePolicy says how a wall-clock time that happens twice runs.
 // +kubebuilder:validation:Enum=Once;Twice
 type RepeatedTimePolicy string
@@ -1068,6 +1113,11 @@ type TaskStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	LastFinishedRunNowToken string `json:"lastFinishedRunNowToken,omitempty"`
+
+	// Backfill is where the newest backfill request stands
+	// (batch.taskops.io/backfill and batch.taskops.io/backfill-range).
+	// +optional
+	Backfill *BackfillStatus `json:"backfill,omitempty"`
 
 	// Results are the results (spec.results) of the newest finished run,
 	// as in its history entry: `kubectl get task NAME -o

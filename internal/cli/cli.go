@@ -207,6 +207,7 @@ Exit codes:
 		a.logsCommand(),
 		a.historyCommand(),
 		a.resultsCommand(),
+		a.backfillCommand(),
 		a.queueCommand(),
 		a.versionCommand(),
 	)

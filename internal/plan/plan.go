@@ -175,6 +175,9 @@ type Plan struct {
 	// CalendarProblem says which skip dates could not be used (a missing
 	// ConfigMap, a line that is no date): the schedule runs on the others.
 	CalendarProblem string
+	// Backfill is the backfill request's new status (backfill.go); nil
+	// leaves it as it is.
+	Backfill *v1alpha1.BackfillStatus
 }
 
 // Decide makes the decision of one pass. It simulates its own stops and

@@ -87,6 +87,9 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled, Params: values})
 	}
 
+	// A backfill's slots, after the scheduler's (backfill.go).
+	d.planBackfill(schedule, steps, known)
+
 	// A queued Task's starts wait for admission (queue.go).
 	var overflow []v1alpha1.QueuedAttempt
 	p.Start, p.Queued, overflow = gate(task, d.in.Queue, p.Start, now)

@@ -71,7 +71,7 @@ func (p *pass) decideStatus() (v1alpha1.TaskStatus, []notify.Order) {
 	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Refusal: p.jobRefused, Now: p.now,
-		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName, CalendarProblem: p.plan.CalendarProblem, Notifications: p.notifications,
+		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName, CalendarProblem: p.plan.CalendarProblem, Backfill: p.plan.Backfill, Notifications: p.notifications,
 		NotificationsRefused: p.notificationsRefused,
 	}
 	in.QueueReason, in.QueueMessage = p.plan.Queue.Problem()

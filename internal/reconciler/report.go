@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,6 +66,14 @@ func (p *pass) reportTransitions() {
 	}
 	if cp := p.plan.CalendarProblem; cp != "" && !strings.Contains(readyMessage(old), cp) {
 		r.event(task, nil, eventWarning, v1alpha1.EventSkipDatesUnreadable, "Schedule", "the schedule runs without some skip dates: "+cp)
+	}
+	if bf := st.Backfill; bf != nil && (old.Backfill == nil || old.Backfill.Token != bf.Token || old.Backfill.State != bf.State) {
+		typ := eventNormal
+		if bf.State == v1alpha1.BackfillRefused {
+			typ = eventWarning
+		}
+		r.event(task, nil, typ, v1alpha1.EventBackfill, "Backfill", fmt.Sprintf("backfill %q %s: %d slot(s) in %s/%s; %s",
+			bf.Token, bf.State, bf.Total, stamp(bf.From), stamp(bf.To), bf.Message))
 	}
 	if st.LastError != "" && st.LastError != old.LastError {
 		metrics.AttemptsTotal.WithLabelValues(string(typ), "failed").Inc()
@@ -176,4 +186,11 @@ func readyMessage(st *v1alpha1.TaskStatus) string {
 		return c.Message
 	}
 	return ""
+}
+
+func stamp(t *metav1.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

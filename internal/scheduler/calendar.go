@@ -336,3 +336,20 @@ func (s *Schedule) dueWithCalendar(earliest time.Time, startingDeadline *time.Du
 	}
 	return out
 }
+
+// MaxBackfillSlots bounds one backfill request: more slots in its range
+// refuse it, nothing started.
+const MaxBackfillSlots = 1000
+
+// SlotsIn are the slots in [from, to] that run (skip dates left out),
+// oldest first; an error when there are more than limit.
+func (s *Schedule) SlotsIn(from, to time.Time, limit int) ([]time.Time, error) {
+	var out []time.Time
+	for t := s.Next(from.Add(-time.Second)); !t.IsZero() && !t.After(to); t = s.Next(t) {
+		if len(out) == limit {
+			return nil, fmt.Errorf("the range holds more than %d slots", limit)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

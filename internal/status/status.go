@@ -88,6 +88,8 @@ type Input struct {
 	// CalendarProblem says which skip dates could not be used (Ready's
 	// message tells it).
 	CalendarProblem string
+	// Backfill is the backfill request's new status (nil: unchanged).
+	Backfill *v1alpha1.BackfillStatus
 	// Notifications are the Task's notification Jobs, by run id.
 	Notifications map[string]notify.Job
 	// NotificationsRefused are the runs whose notification Job the API
@@ -114,6 +116,9 @@ func Compute(in Input) v1alpha1.TaskStatus {
 		st.LastCancelToken = in.CancelToken
 	}
 	st.Queued = in.Queued
+	if in.Backfill != nil {
+		st.Backfill = in.Backfill
+	}
 	st.History = mergeHistory(withDropped(st.History, in.Dropped), rs, steps, in.Outputs)
 	st.Results = newestResults(st.History)
 	ended := newlyFinished(&st, &task.Status)

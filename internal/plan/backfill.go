@@ -1,0 +1,152 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/params"
+	"github.com/taskops/task-operator/internal/retry"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/scheduler"
+	"github.com/taskops/task-operator/internal/status"
+)
+
+// Backfill: a request (batch.taskops.io/backfill with
+// batch.taskops.io/backfill-range, one Task version) runs every slot of the
+// range that has no run, oldest first, with its normal slot id.
+//
+// The invariant: a slot's run starts at most once. The status keeps a
+// cursor, the newest slot started; only slots after it are considered,
+// and of those only ones no run has (the Jobs and the history know it):
+// after a restart, or a lost status write, nothing starts twice, and Jobs
+// pruned by the history limits do not make an old slot run again. The
+// counts are recomputed from the slots and the runs each pass.
+
+// planBackfill adds the starts of a running backfill to the plan and
+// decides its new status (p.Backfill; nil: unchanged).
+func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]retry.Step, known map[string]bool) {
+	task, p := d.task, &d.p
+	token := task.Annotations[v1alpha1.AnnotationBackfill]
+	if schedule == nil || token == "" {
+		return
+	}
+	cur := task.Status.Backfill
+	if cur == nil || cur.Token != token {
+		cur = d.newBackfill(schedule, token)
+		p.Backfill = cur
+	}
+	if cur.State != v1alpha1.BackfillRunning {
+		return
+	}
+	bf := cur.DeepCopy()
+	slots, err := schedule.SlotsIn(bf.From.Time, bf.To.Time, scheduler.MaxBackfillSlots)
+	if err != nil {
+		bf.State, bf.Message = v1alpha1.BackfillRefused, err.Error()
+		p.Backfill = bf
+		return
+	}
+	if d.p.CancelToken != "" {
+		bf.State, bf.Message = v1alpha1.BackfillCancelled, "a cancel token stopped it"
+		p.Backfill = d.count(bf, slots, steps)
+		return
+	}
+	// The runs active or starting this pass, backfill's included.
+	active := len(p.Start) + len(d.pending)
+	for _, r := range d.rs {
+		if steps[r.ID].Active() {
+			active++
+		}
+	}
+	room := 1 // Forbid (and Replace: a backfill never stops a run): one at a time
+	if task.Spec.ConcurrencyPolicy == v1alpha1.AllowConcurrent {
+		room = scheduler.MaxActiveRuns
+	}
+	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
+	defaults, _ := params.Defaults(task.Spec.Params) // a cron Task's params all have one (admission)
+	for _, t := range slots {
+		if bf.Cursor != nil && !t.After(bf.Cursor.Time) {
+			continue
+		}
+		id := runs.ScheduledID(t)
+		if !known[id] {
+			if suspended || active >= room {
+				break
+			}
+			at := t
+			p.Start = append(p.Start, Start{RunID: id, Attempt: 1, Scheduled: &at, Params: defaults})
+			active++
+		}
+		bf.Cursor = status.Time(t)
+	}
+	p.Backfill = d.count(bf, slots, steps)
+}
+
+// newBackfill reads a new request; a request that cannot be done is
+// Refused with the reason, and nothing starts.
+func (d *decision) newBackfill(schedule *scheduler.Schedule, token string) *v1alpha1.BackfillStatus {
+	bf := &v1alpha1.BackfillStatus{Token: token, State: v1alpha1.BackfillRunning}
+	refuse := func(format string, args ...any) *v1alpha1.BackfillStatus {
+		bf.State, bf.Message = v1alpha1.BackfillRefused, fmt.Sprintf(format, args...)
+		return bf
+	}
+	if len(token) > v1alpha1.MaxRunNowTokenLength {
+		bf.Token = token[:v1alpha1.MaxRunNowTokenLength]
+		return refuse("the token is longer than %d characters", v1alpha1.MaxRunNowTokenLength)
+	}
+	raw := d.task.Annotations[v1alpha1.AnnotationBackfillRange]
+	a, b, ok := strings.Cut(raw, "/")
+	from, errFrom := time.Parse(time.RFC3339, strings.TrimSpace(a))
+	to, errTo := time.Parse(time.RFC3339, strings.TrimSpace(b))
+	switch {
+	case raw == "":
+		return refuse("no %s annotation with it", v1alpha1.AnnotationBackfillRange)
+	case !ok || errFrom != nil || errTo != nil:
+		return refuse("%s %q is not <from>/<to> in RFC 3339 (2026-11-30T00:00:00Z/2026-12-01T00:00:00Z)", v1alpha1.AnnotationBackfillRange, raw)
+	case to.Before(from):
+		return refuse("the range ends before it begins")
+	case to.After(d.now):
+		return refuse("the range ends in the future (%s); a backfill runs slots that are past", to.UTC().Format(time.RFC3339))
+	}
+	bf.From, bf.To = status.Time(from), status.Time(to)
+	slots, err := schedule.SlotsIn(from, to, scheduler.MaxBackfillSlots)
+	if err != nil {
+		return refuse("%v; split it into ranges of at most %d slots", err, scheduler.MaxBackfillSlots)
+	}
+	bf.Total = int32(len(slots))
+	return bf
+}
+
+// count sets the request's counts from its slots and the runs: started
+// are the slots up to the cursor, finished those of them whose run is not
+// unfinished (runs that ended are pruned in time, unfinished ones never).
+func (d *decision) count(bf *v1alpha1.BackfillStatus, slots []time.Time, steps map[string]retry.Step) *v1alpha1.BackfillStatus {
+	bf.Total = int32(len(slots))
+	unfinished := map[string]bool{}
+	for _, r := range d.rs {
+		if !steps[r.ID].Finished() {
+			unfinished[r.ID] = true
+		}
+	}
+	for _, q := range d.pending {
+		unfinished[q.RunID] = true
+	}
+	for _, s := range d.p.Start {
+		unfinished[s.RunID] = true
+	}
+	bf.Started, bf.Finished = 0, 0
+	for _, t := range slots {
+		if bf.Cursor == nil || t.After(bf.Cursor.Time) {
+			break
+		}
+		bf.Started++
+		if !unfinished[runs.ScheduledID(t)] {
+			bf.Finished++
+		}
+	}
+	if bf.State == v1alpha1.BackfillRunning && bf.Finished == bf.Total {
+		bf.State, bf.Message = v1alpha1.BackfillFinished, fmt.Sprintf("%d slot(s) of the range ran", bf.Total)
+	}
+	return bf
+}
