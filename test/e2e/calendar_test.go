@@ -67,3 +67,43 @@ func pollUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
 		}
 	}
 }
+
+// A backfill of the last three minutes of an every-minute schedule, asked
+// for when the Task is created: exactly those three slots run, once each,
+// each pod seeing its own slot in TASK_SCHEDULED_TIME.
+func TestABackfillRunsTheSlotsOfARangeOnceEach(t *testing.T) {
+	t.Parallel()
+	requireRealNode(t)
+	ns := newNamespace(t, "e2e-backfill")
+	now := time.Now().UTC().Truncate(time.Minute)
+	from, to := now.Add(-2*time.Minute), now
+	task := testutil.NewTask(ns, "minutely", testutil.Schedule("* * * * *"),
+		testutil.Annotation(v1alpha1.AnnotationBackfill, "e2e-1"),
+		testutil.Annotation(v1alpha1.AnnotationBackfillRange, from.Format(time.RFC3339)+"/"+to.Format(time.RFC3339)))
+	task.Spec.Results = []v1alpha1.ResultSpec{{Name: "slot"}}
+	task.Spec.Shell = `printf '%s' "$TASK_SCHEDULED_TIME" >"$TASK_RESULTS_DIR/slot"`
+	create(t, task)
+	kubectlWait(t, ns, "jsonpath={.status.backfill.state}=Finished", "task/minutely", 150*time.Second)
+	got := mustGetTask(t, ns, "minutely")
+	if bf := got.Status.Backfill; bf.Total != 3 || bf.Finished != 3 {
+		t.Errorf("status.backfill %+v, want 3 slots finished", bf)
+	}
+	seen := map[string]int{}
+	for _, h := range got.Status.History {
+		if h.ScheduledTime == nil || h.ScheduledTime.After(to) {
+			continue // a regular slot after the range
+		}
+		seen[h.ScheduledTime.UTC().Format(time.RFC3339)]++
+		if want := h.ScheduledTime.UTC().Format(time.RFC3339); h.Results["slot"] != want {
+			t.Errorf("run %s saw TASK_SCHEDULED_TIME=%q, want %s", h.RunID, h.Results["slot"], want)
+		}
+	}
+	for s := from; !s.After(to); s = s.Add(time.Minute) {
+		if n := seen[s.Format(time.RFC3339)]; n != 1 {
+			t.Errorf("slot %s ran %d times, want once", s.Format(time.RFC3339), n)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("slots of the range that ran: %v, want exactly 3", seen)
+	}
+}
