@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
@@ -80,21 +77,7 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
 
 // setBackfill writes the token and the range in one merge patch.
 func setBackfill(ctx context.Context, c *clients, key types.NamespacedName, token, rng string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{v1alpha1.AnnotationBackfill: token, v1alpha1.AnnotationBackfillRange: rng},
-	}})
-	if err != nil {
-		return err
-	}
-	target := &v1alpha1.Task{}
-	target.Name, target.Namespace = key.Name, key.Namespace
-	if err := c.ctrl.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFoundError(key)
-		}
-		return fmt.Errorf("setting the backfill on task/%s: %w", key.Name, err)
-	}
-	return nil
+	return patchAnnotations(ctx, c, key, map[string]any{v1alpha1.AnnotationBackfill: token, v1alpha1.AnnotationBackfillRange: rng}, "the backfill")
 }
 
 // backfillTracker is done when the request with token ended.

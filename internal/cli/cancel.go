@@ -71,15 +71,14 @@ is unfinished (exit 0).`,
 
 // setCancel sets the cancel annotation of the Task to token.
 func setCancel(ctx context.Context, c *clients, key types.NamespacedName, token string) error {
-	return setAnnotation(ctx, c, key, v1alpha1.AnnotationCancel, token)
+	return patchAnnotations(ctx, c, key, map[string]any{v1alpha1.AnnotationCancel: token}, "the "+v1alpha1.AnnotationCancel+" annotation")
 }
 
-// setAnnotation sets one annotation of the Task with a merge patch: the
-// run-now and cancel tokens, without reading the Task first.
-func setAnnotation(ctx context.Context, c *clients, key types.NamespacedName, name, value string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{name: value},
-	}})
+// patchAnnotations writes annotations onto the Task in one merge patch (a
+// nil value removes one), so the operator reads them from one version of
+// it; what names them in an error.
+func patchAnnotations(ctx context.Context, c *clients, key types.NamespacedName, annotations map[string]any, what string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}
@@ -89,7 +88,7 @@ func setAnnotation(ctx context.Context, c *clients, key types.NamespacedName, na
 		if apierrors.IsNotFound(err) {
 			return notFoundError(key)
 		}
-		return fmt.Errorf("setting the %s annotation on task/%s: %w", name, key.Name, err)
+		return fmt.Errorf("setting %s on task/%s: %w", what, key.Name, err)
 	}
 	return nil
 }

@@ -118,22 +118,7 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 
 // runExisting starts a run of Task name with values (run NAME).
 func (a *app) runExisting(cmd *cobra.Command, name string, values []string, wait, detach bool, timeout time.Duration) error {
-	if err := a.checkOutput(); err != nil {
-		return err
-	}
-	if err := checkTimeout(timeout); err != nil {
-		return err
-	}
-	given, err := parseParams(values)
-	if err != nil {
-		return err
-	}
-	c, err := a.getClients()
-	if err != nil {
-		return err
-	}
-	key := types.NamespacedName{Namespace: c.namespace, Name: name}
-	return a.trigger(cmd.Context(), c, key, runRequest{token: a.newToken(), params: given, printsRun: true}, wait, detach, timeout)
+	return a.startRun(cmd, name, runRequest{printsRun: true}, values, wait, detach, timeout)
 }
 
 // maxManifestBytes bounds what run reads.

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
@@ -63,31 +61,13 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
   kubectl task trigger nightly-report --param date=2026-11-30 --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTimeout(timeout); err != nil {
-				return err
-			}
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			if len(token) > maxTokenLength {
 				return usageErrorf("--run-now-token is longer than %d characters", maxTokenLength)
 			}
 			if cmd.Flags().Changed("run-now-token") && token == "" {
 				return usageErrorf("--run-now-token must not be empty")
 			}
-			given, err := parseParams(values)
-			if err != nil {
-				return err
-			}
-			c, err := a.getClients()
-			if err != nil {
-				return err
-			}
-			if token == "" {
-				token = a.newToken()
-			}
-			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
-			return a.trigger(cmd.Context(), c, key, runRequest{token: token, params: given}, wait, detach, timeout)
+			return a.startRun(cmd, args[0], runRequest{token: token}, values, wait, detach, timeout)
 		},
 	}
 	addParamFlag(cmd, &values)
@@ -97,6 +77,31 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 	addTimeoutFlag(cmd, &timeout)
 	a.addOutputFlag(cmd)
 	return cmd
+}
+
+// startRun is trigger NAME and run NAME: check the flags, write the token
+// (a new one unless req has one) and the values, and wait when asked.
+func (a *app) startRun(cmd *cobra.Command, name string, req runRequest, values []string, wait, detach bool, timeout time.Duration) error {
+	if err := checkTimeout(timeout); err != nil {
+		return err
+	}
+	if err := a.checkOutput(); err != nil {
+		return err
+	}
+	given, err := parseParams(values)
+	if err != nil {
+		return err
+	}
+	c, err := a.getClients()
+	if err != nil {
+		return err
+	}
+	if req.token == "" {
+		req.token = a.newToken()
+	}
+	req.params = given
+	key := types.NamespacedName{Namespace: c.namespace, Name: name}
+	return a.trigger(cmd.Context(), c, key, req, wait, detach, timeout)
 }
 
 // runRequest is what a trigger asks for: a token, the run's values, and
@@ -163,21 +168,7 @@ func setRunNow(ctx context.Context, c *clients, key types.NamespacedName, token 
 		}
 		runParams = string(b)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{v1alpha1.AnnotationRunNow: token, v1alpha1.AnnotationRunParams: runParams},
-	}})
-	if err != nil {
-		return err
-	}
-	target := &v1alpha1.Task{}
-	target.Name, target.Namespace = key.Name, key.Namespace
-	if err := c.ctrl.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return notFoundError(key)
-		}
-		return fmt.Errorf("setting the run-now token on task/%s: %w", key.Name, err)
-	}
-	return nil
+	return patchAnnotations(ctx, c, key, map[string]any{v1alpha1.AnnotationRunNow: token, v1alpha1.AnnotationRunParams: runParams}, "the run-now token")
 }
 
 // addParamFlag adds --param NAME=VALUE (repeatable).

@@ -3,13 +3,11 @@ package reconciler
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/index"
 )
 
@@ -38,11 +36,5 @@ func (configMapToTasks) Generic(context.Context, event.GenericEvent, workqueue.T
 }
 
 func (h configMapToTasks) wake(ctx context.Context, cm client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	var list v1alpha1.TaskList
-	if err := h.c.List(ctx, &list, client.InNamespace(cm.GetNamespace()), client.MatchingFields{index.SkipDatesFrom: cm.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		return
-	}
-	for i := range list.Items {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
-	}
+	enqueueTasksBy(ctx, h.c, q, cm.GetNamespace(), index.SkipDatesFrom, cm.GetName())
 }

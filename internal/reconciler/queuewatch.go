@@ -69,8 +69,14 @@ func (queueToTasks) Generic(context.Context, event.GenericEvent, workqueue.Typed
 }
 
 func (h queueToTasks) all(ctx context.Context, tq client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueTasksBy(ctx, h.c, q, tq.GetNamespace(), index.TaskQueue, tq.GetName())
+}
+
+// enqueueTasksBy enqueues the Tasks of namespace ns whose field index
+// field holds value (a queue's, a holiday list's).
+func enqueueTasksBy(ctx context.Context, c client.Reader, q workqueue.TypedRateLimitingInterface[reconcile.Request], ns, field, value string) {
 	var list v1alpha1.TaskList
-	if err := h.c.List(ctx, &list, client.InNamespace(tq.GetNamespace()), client.MatchingFields{index.TaskQueue: tq.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	for i := range list.Items {
