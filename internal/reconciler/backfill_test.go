@@ -108,3 +108,32 @@ func TestABackfillThatCannotBeDoneIsRefused(t *testing.T) {
 		t.Errorf("%d Jobs for a refused backfill", n)
 	}
 }
+
+// A queued Task's backfill runs wait in its queue's line like any run.
+func TestABackfillGoesThroughTheQueue(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	t.Cleanup(func() { fakeClock.SetTime(time.Now()) })
+	q := testutil.NewTaskQueue(ns, "one", 1)
+	must(t, k8s.Create(ctx, q))
+	blocker := newTask(ns, "blocker", testutil.Queue("one"))
+	must(t, k8s.Create(ctx, blocker))
+	waitJobs(t, blocker, 1)
+
+	now := fakeClock.Now().UTC().Truncate(time.Minute)
+	task := newTask(ns, "report", testutil.Schedule("0 0 1 1 *"), testutil.Queue("one"), testutil.Concurrency(v1alpha1.AllowConcurrent),
+		testutil.Annotation(v1alpha1.AnnotationBackfill, "b1"),
+		testutil.Annotation(v1alpha1.AnnotationBackfillRange, now.AddDate(-3, 0, 0).Format(time.RFC3339)+"/"+now.Format(time.RFC3339)))
+	must(t, k8s.Create(ctx, task))
+	queued := waitTask(t, task, "the backfill's runs queued", func(x *v1alpha1.Task) bool {
+		return x.Status.Backfill != nil && x.Status.Backfill.Total == 3 && len(x.Status.Queued) == 3
+	})
+	if n := len(jobsOf(t, task)); n != 0 {
+		t.Fatalf("%d Jobs while the queue is full", n)
+	}
+	if queued.Status.Queued[0].ScheduledTime == nil {
+		t.Fatalf("queued %+v, want the slots' runs", queued.Status.Queued)
+	}
+	completeTaskJob(t, blocker)
+	waitJobs(t, task, 1) // one at a time: the queue's cap
+}
