@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-logr/zapr"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -68,6 +70,10 @@ type options struct {
 	burst                   int
 	logLevel                string
 	logFormat               string
+	// namespaces, when set, is the only namespaces this install watches
+	// and acts in (a shard); leaseID names its leader election Lease.
+	namespaces []string
+	leaseID    string
 }
 
 func parseFlags() options {
@@ -92,6 +98,15 @@ func parseFlags() options {
 		o.taskMetrics, err = metrics.ParsePerTask(s)
 		return err
 	})
+	flag.Func("namespaces", "comma-separated namespaces this install watches and acts in, for a cluster one operator cannot carry (run one install per set, each with its own --leader-election-id); empty: all namespaces", func(v string) error {
+		for _, ns := range strings.Split(v, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				o.namespaces = append(o.namespaces, ns)
+			}
+		}
+		return nil
+	})
+	flag.StringVar(&o.leaseID, "leader-election-id", leaseName, "name of the leader election Lease: give each install of a sharded cluster (--namespaces) its own")
 	flag.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/fastpath)")
 	flag.Parse()
 	return o
@@ -162,6 +177,15 @@ func run(o options) error {
 		PprofBindAddress:       o.pprofAddr,
 		Cache:                  reconciler.CacheOptions(!o.fastPath),
 	}
+	if len(o.namespaces) > 0 {
+		// A shard: every informer (Tasks, Jobs, TaskQueues, ConfigMaps'
+		// metadata) lists and watches these namespaces only, so the
+		// operator neither sees nor acts on a Task elsewhere.
+		mgrOpts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.namespaces {
+			mgrOpts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	// With leader election the manager gets a Lease lock built here, wrapped
 	// so the reconciler can tell whether the lease is still held (see
 	// internal/leader): a replica resumed after a pause past its lease must
@@ -173,7 +197,7 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		if leaseLock, err = leader.NewLeaseLock(cfg, ns, leaseName, leader.RenewDeadline); err != nil {
+		if leaseLock, err = leader.NewLeaseLock(cfg, ns, o.leaseID, leader.RenewDeadline); err != nil {
 			return fmt.Errorf("leader election lock: %w", err)
 		}
 		if lease, err = leader.NewLock(leaseLock, leader.RenewDeadline, clock.RealClock{}); err != nil {
@@ -184,7 +208,7 @@ func run(o options) error {
 		mgrOpts.LeaderElectionResourceLockInterface = lease
 		// Ignored by the manager once it is given a lock, but they name the
 		// same Lease.
-		mgrOpts.LeaderElectionID = leaseName
+		mgrOpts.LeaderElectionID = o.leaseID
 		mgrOpts.LeaderElectionNamespace = ns
 		mgrOpts.LeaseDuration = &leaseDuration
 		mgrOpts.RenewDeadline = &renewDeadline

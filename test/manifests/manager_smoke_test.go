@@ -22,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
@@ -37,7 +38,18 @@ const managerBinaryEnv = "TASK_OPERATOR_MANAGER_BINARY"
 // that the RBAC is enough to elect a leader and run a Task, that exactly one
 // replica leads, and that the standby takes over when the leader stops
 // within the Deployment's termination grace period.
-func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
+// managerSetup is a bare API server with everything config/default renders
+// but the Deployment and the Service, and the manager binary with the
+// Deployment's args and a kubeconfig of its ServiceAccount.
+type managerSetup struct {
+	bin, kubeconfig string
+	args            []string
+	c               client.Client
+	ctx             context.Context
+}
+
+func setupManager(t *testing.T) *managerSetup {
+	t.Helper()
 	bin := os.Getenv(managerBinaryEnv)
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "manager")
@@ -58,7 +70,7 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 
 	// Everything but the Deployment and the Service, for real.
 	for _, o := range objs {
@@ -94,6 +106,12 @@ func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
 		}
 		args = append(args, a)
 	}
+	return &managerSetup{bin: bin, kubeconfig: kubeconfig, args: args, c: c, ctx: ctx}
+}
+
+func TestManagerReplicasWithRenderedRBAC(t *testing.T) {
+	m := setupManager(t)
+	bin, kubeconfig, args, c, ctx := m.bin, m.kubeconfig, m.args, m.c, m.ctx
 	replicas := []*replica{startReplica(t, bin, args, kubeconfig, 0), startReplica(t, bin, args, kubeconfig, 1)}
 	lease := client.ObjectKey{Namespace: namespace, Name: "task-operator.batch.taskops.io"}
 	holder := func() string {
@@ -332,4 +350,35 @@ func tail(b []byte) string {
 		b = b[len(b)-max:]
 	}
 	return string(b)
+}
+
+// A shard (--namespaces) acts on the Tasks of its namespaces only, with the
+// rendered RBAC: the Task elsewhere keeps no status, even after a Task of
+// the shard created later was acted on.
+func TestAShardActsOnlyInItsNamespaces(t *testing.T) {
+	m := setupManager(t)
+	for _, ns := range []string{"shard-a", "shard-b"} {
+		if err := m.c.Create(m.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := startReplica(t, m.bin, append(m.args, "--namespaces=shard-a", "--leader-election-id=task-operator-shard-a"), m.kubeconfig, 0)
+	waitFor(t, 60*time.Second, "the shard ready and leading", func() bool { return r.ready() && r.leads() })
+	for _, task := range []*v1alpha1.Task{testutil.NewTask("shard-b", "elsewhere"), testutil.NewTask("shard-a", "mine")} {
+		if err := m.c.Create(m.ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acted := func(ns, name string) bool {
+		var task v1alpha1.Task
+		return m.c.Get(m.ctx, client.ObjectKey{Namespace: ns, Name: name}, &task) == nil && task.Status.ObservedGeneration > 0
+	}
+	waitFor(t, 30*time.Second, "the shard's Task acted on", func() bool { return acted("shard-a", "mine") })
+	if err := m.c.Create(m.ctx, testutil.NewTask("shard-a", "later")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the shard's later Task acted on", func() bool { return acted("shard-a", "later") })
+	if acted("shard-b", "elsewhere") {
+		t.Error("the shard acted on a Task outside its namespaces")
+	}
 }
