@@ -15,7 +15,13 @@
 //   - cancel.go: the cancel token and the runs it stops;
 //   - queue.go: which starts of a queued Task wait for admission, and the
 //     queued new runs the status remembers;
-//   - prune.go: the history limits, and the TTL of a finished Task.
+//   - prune.go: the history limits, and the TTL of a finished Task;
+//   - backfill.go: a backfill request's slots, started oldest first
+//     behind a cursor in the status (stage 4, before the queue's gate).
+//
+// A run's values (spec.params) are decided in starts.go when the run starts
+// (internal/params); the business calendar is applied to the schedule in
+// plan.go (withCalendar).
 package plan
 
 import (

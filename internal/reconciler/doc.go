@@ -20,7 +20,8 @@
 //     attempt being failed for its deadline while its pods still exist,
 //     the Retry-After a failed http attempt reported, the TaskQueue the
 //     Task names (its admission record, from the cache) and the
-//     namespace's opt-in when the policy flag asks for it.
+//     namespace's opt-in when the policy flag asks for it, and the
+//     holiday list a cron Task names.
 //  2. decide: plan.Decide, once, into one plan value.
 //  3. act (act.go): labels put back, attempts stopped, outputs and
 //     Retry-After kept on Jobs, Jobs created, old runs' Jobs pruned.
@@ -64,6 +65,9 @@
 //     does not decide (JobRefused, a quota on Jobs), rechecked slowly;
 //   - notify.go: the notification Jobs of ended runs (spec.notify) and
 //     their events;
+//   - calendar.go, calendarwatch.go: the holiday list a cron Task names
+//     (spec.skipDatesFrom), read when it plans, and the ConfigMap
+//     metadata watch that wakes the Tasks naming an edited one;
 //   - fairness.go: new Tasks of a namespace beyond its fair share wait
 //     behind other namespaces' (the work queue's order);
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;

@@ -1,7 +1,9 @@
 // Package scheduler decides which runs of a Task start now: the initial run
 // of a one-shot Task, a run-now token's run, and a cron Task's due slot,
-// each under suspend and concurrencyPolicy (plan.go); and the time math of
-// cron schedules behind it (cron.go, cron_count.go).
+// each under suspend and concurrencyPolicy (plan.go); the time math of
+// cron schedules behind it (cron.go, cron_count.go); and business
+// calendars on top of it: skip dates, the daylight-saving policies and the
+// slots of a backfill range (calendar.go).
 //
 // Everything here is pure: no clocks, no API calls; every function takes
 // the current time as a parameter.
