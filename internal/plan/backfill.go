@@ -29,10 +29,17 @@ import (
 func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]retry.Step, known map[string]bool) {
 	task, p := d.task, &d.p
 	token := task.Annotations[v1alpha1.AnnotationBackfill]
-	if schedule == nil || token == "" {
+	if token == "" {
 		return
 	}
 	cur := task.Status.Backfill
+	if schedule == nil {
+		if cur == nil || cur.Token != token {
+			p.Backfill = &v1alpha1.BackfillStatus{Token: token, State: v1alpha1.BackfillRefused,
+				Message: "a one-shot Task has no slots to backfill: the Task needs spec.schedule"}
+		}
+		return
+	}
 	if cur == nil || cur.Token != token {
 		cur = d.newBackfill(schedule, token)
 		p.Backfill = cur

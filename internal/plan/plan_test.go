@@ -23,6 +23,9 @@ var now = time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
 
 func ago(d time.Duration) time.Time { return now.Add(-d) }
 
+// hour is that hour of the test's day.
+func hour(h int) time.Time { return time.Date(2026, 1, 1, h, 0, 0, 0, time.UTC) }
+
 // task is a one-shot Task with up to 3 attempts, 10 s apart at first, and
 // a start timeout of 5 minutes.
 func task(opts ...testutil.TaskOpt) *v1alpha1.Task {
@@ -216,6 +219,37 @@ func TestDecide(t *testing.T) {
 				t.Spec.Type, t.Spec.Shell, t.Spec.URL = v1alpha1.TaskTypeHTTP, "", "https://x.test/$(params.region)"
 			})},
 			want: plan.Plan{Problem: &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: "spec.url uses $(params.region), which spec.params does not declare"}},
+		},
+		{
+			name: "a backfill starts the oldest slot of its range that has no run, one at a time under Forbid",
+			in: plan.Input{Task: task(testutil.Schedule("0 * * * *"), testutil.Annotation(v1alpha1.AnnotationBackfill, "b1"),
+				testutil.Annotation(v1alpha1.AnnotationBackfillRange, "2026-01-01T07:00:00Z/2026-01-01T09:30:00Z"),
+				testutil.Status(v1alpha1.TaskStatus{ObservedGeneration: 1, LastScheduleTime: status.Time(hour(10))}))},
+			want: plan.Plan{Start: []plan.Start{{RunID: runs.ScheduledID(hour(7)), Attempt: 1, Scheduled: ptr.To(hour(7))}},
+				Backfill: &v1alpha1.BackfillStatus{Token: "b1", From: status.Time(hour(7)), To: status.Time(hour(9).Add(30 * time.Minute)),
+					State: v1alpha1.BackfillRunning, Total: 3, Started: 1, Cursor: status.Time(hour(7))},
+				Wake: hour(11)},
+		},
+		{
+			name: "a backfill passes over the slots that have a run and waits while one is active",
+			in: plan.Input{Task: task(testutil.Schedule("0 * * * *"), testutil.Annotation(v1alpha1.AnnotationBackfill, "b1"),
+				testutil.Annotation(v1alpha1.AnnotationBackfillRange, "2026-01-01T07:00:00Z/2026-01-01T09:30:00Z"),
+				testutil.Status(v1alpha1.TaskStatus{ObservedGeneration: 1, LastScheduleTime: status.Time(hour(10)),
+					Backfill: &v1alpha1.BackfillStatus{Token: "b1", From: status.Time(hour(7)), To: status.Time(hour(9).Add(30 * time.Minute)),
+						State: v1alpha1.BackfillRunning, Total: 3, Started: 1, Cursor: status.Time(hour(7))}})),
+				Runs: []runs.Run{
+					testutil.MakeRun(runs.ScheduledID(hour(7))).Scheduled(hour(7)).Succeeded(hour(7), hour(7).Add(time.Minute)).Obj(),
+					testutil.MakeRun(runs.ScheduledID(hour(8))).Scheduled(hour(8)).Started(ago(time.Minute)).Obj(),
+				}},
+			want: plan.Plan{Backfill: &v1alpha1.BackfillStatus{Token: "b1", From: status.Time(hour(7)), To: status.Time(hour(9).Add(30 * time.Minute)),
+				State: v1alpha1.BackfillRunning, Total: 3, Started: 2, Finished: 1, Cursor: status.Time(hour(8))},
+				Wake: hour(11)},
+		},
+		{
+			name: "a backfill request on a one-shot Task is refused",
+			in:   plan.Input{Task: task(testutil.Annotation(v1alpha1.AnnotationBackfill, "b"), testutil.Status(recorded("0")))},
+			want: plan.Plan{Backfill: &v1alpha1.BackfillStatus{Token: "b", State: v1alpha1.BackfillRefused,
+				Message: "a one-shot Task has no slots to backfill: the Task needs spec.schedule"}},
 		},
 		{
 			name: "labels a Job lost are put back, even when the spec is a problem",
