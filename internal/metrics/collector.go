@@ -3,7 +3,6 @@ package metrics
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,9 +32,6 @@ type cacheCollector struct {
 	perTask PerTask
 	// elected is closed once this replica leads (the manager's Elected()).
 	elected <-chan struct{}
-	// schedules caches parsed schedules by expression and time zone: a
-	// cluster has many Tasks and few distinct schedules.
-	schedules sync.Map
 }
 
 var (
@@ -191,16 +187,11 @@ func (c *cacheCollector) nextSlot(t *v1alpha1.Task) (next, period float64, ok bo
 	}
 	at := st.NextScheduleTime.Time
 	next = float64(at.Unix())
-	key := *spec.Schedule + "\x00" + ptr.Deref(spec.TimeZone, "")
-	s, cached := c.schedules.Load(key)
-	if !cached {
-		parsed, err := scheduler.Parse(*spec.Schedule, ptr.Deref(spec.TimeZone, ""))
-		if err != nil {
-			return next, 0, true
-		}
-		s, _ = c.schedules.LoadOrStore(key, parsed)
+	s, err := scheduler.ParseCached(*spec.Schedule, ptr.Deref(spec.TimeZone, ""))
+	if err != nil {
+		return next, 0, true
 	}
-	return next, s.(*scheduler.Schedule).Next(at).Sub(at).Seconds(), true
+	return next, s.Next(at).Sub(at).Seconds(), true
 }
 
 // collectQueues sends each TaskQueue's depth; tasks are the cached Tasks,

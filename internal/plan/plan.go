@@ -328,7 +328,7 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 		if task.Spec.TimeZone != nil {
 			tz = *task.Spec.TimeZone
 		}
-		s, err := scheduler.Parse(*task.Spec.Schedule, tz)
+		s, err := scheduler.ParseCached(*task.Spec.Schedule, tz)
 		if err != nil {
 			return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule, Message: err.Error()}
 		}

@@ -161,3 +161,21 @@ func TestSkipDates(t *testing.T) {
 		t.Errorf("@every 5h from 24 Dec 20:00 skipping the 25th: %s, want 26 Dec 02:00", got)
 	}
 }
+
+// Each pass of a cron Task needs its schedule: parsing builds tables, the
+// cache shares them (figures in docs/performance.md).
+func BenchmarkParse(b *testing.B) {
+	for b.Loop() {
+		if _, err := Parse("30 2 * * 1-5", "Europe/Berlin"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseCached(b *testing.B) {
+	for b.Loop() {
+		if _, err := ParseCached("30 2 * * 1-5", "Europe/Berlin"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
