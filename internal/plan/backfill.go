@@ -70,6 +70,12 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 	if task.Spec.ConcurrencyPolicy == v1alpha1.AllowConcurrent {
 		room = scheduler.MaxActiveRuns
 	}
+	if task.Spec.QueueName != "" {
+		// Every start may wait in the queue's line, where a Task holds at
+		// most MaxQueued places: a backfill slot beyond them would be
+		// dropped as missed, so it waits for a later pass instead.
+		room = min(room, active+MaxQueued-len(p.Start))
+	}
 	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
 	defaults, _ := params.Defaults(task.Spec.Params) // a cron Task's params all have one (admission)
 	for _, t := range slots {

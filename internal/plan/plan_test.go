@@ -494,3 +494,18 @@ func TestAKueueAttemptsDeadlineCountsFromItsAdmission(t *testing.T) {
 		t.Fatalf("31 s after its start: stop %+v, want DeadlineExceeded", got.Stop)
 	}
 }
+
+// Under Allow a queued Task's backfill starts no more slots than the Task
+// may hold places in its queue's line: one more would be dropped as missed.
+func TestAQueuedBackfillNeverOverflowsTheLine(t *testing.T) {
+	got := plan.Decide(plan.Input{Now: now, Queue: &plan.Queue{Name: "q", Found: true},
+		Task: task(testutil.Schedule("*/5 * * * *"), testutil.Concurrency(v1alpha1.AllowConcurrent), testutil.Queue("q"),
+			testutil.Annotation(v1alpha1.AnnotationBackfill, "b2"),
+			testutil.Annotation(v1alpha1.AnnotationBackfillRange, "2026-01-01T07:00:00Z/2026-01-01T09:00:00Z"),
+			testutil.Status(v1alpha1.TaskStatus{ObservedGeneration: 1, LastScheduleTime: status.Time(hour(10))}))})
+	bf := got.Backfill
+	if len(got.Queued) != plan.MaxQueued || len(got.QueuedMissed) != 0 || bf == nil || bf.Total != 25 || bf.Started != int32(plan.MaxQueued) ||
+		!bf.Cursor.Time.Equal(hour(7).Add(45*time.Minute)) {
+		t.Fatalf("queued %d, missed %d, backfill %+v; want %d queued, none missed, the cursor at 07:45", len(got.Queued), len(got.QueuedMissed), bf, plan.MaxQueued)
+	}
+}
