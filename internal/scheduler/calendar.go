@@ -83,6 +83,10 @@ func (c *Calendar) skips(t time.Time) bool {
 // immutable). Once and RunAfter do not apply to "@every", which has no
 // wall-clock slots.
 func (s *Schedule) WithCalendar(c Calendar) *Schedule {
+	noDates := len(c.dates) == 0 && len(c.yearly) == 0
+	if noDates && (s.every > 0 || !c.Once && !c.RunAfter) {
+		return s // nothing changes: the plain schedule, and its cheaper paths
+	}
 	out := *s
 	out.cal = &c
 	return &out
@@ -312,8 +316,16 @@ func (s *Schedule) everyCount(anchor, b int64) int64 {
 
 // dueWithCalendar is Due when a calendar applies.
 func (s *Schedule) dueWithCalendar(earliest time.Time, startingDeadline *time.Duration, now time.Time) Slots {
-	out := Slots{Next: s.next(now)}
-	if first := s.nextEffective(now); !first.IsZero() && first.Before(out.Next) {
+	first := s.nextEffective(now)
+	if s.every > 0 {
+		// @every slots are anchored at earliest, not at now.
+		first = s.dueEvery(earliest, now).Next
+	}
+	out := Slots{Next: first}
+	for i := 0; !out.Next.IsZero() && s.cal.skips(out.Next) && i < maxCalendarSteps; i++ {
+		out.Next = s.nextEffective(s.lastBeforeNextDay(out.Next))
+	}
+	if !first.IsZero() && first.Before(out.Next) {
 		out.NextSkipped = first
 	}
 	out.Due = s.newestEffective(earliest, now)

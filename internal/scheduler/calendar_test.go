@@ -160,6 +160,23 @@ func TestSkipDates(t *testing.T) {
 	if got := every.Next(anchor); !got.Equal(time.Date(2024, 12, 26, 2, 0, 0, 0, time.UTC)) {
 		t.Errorf("@every 5h from 24 Dec 20:00 skipping the 25th: %s, want 26 Dec 02:00", got)
 	}
+	// Between two slots, the next one stays on the anchor (earliest), not
+	// on now.
+	if got := every.Due(anchor, nil, anchor.Add(2*time.Hour)).Next; !got.Equal(time.Date(2024, 12, 26, 2, 0, 0, 0, time.UTC)) {
+		t.Errorf("@every 5h, 2 h after the anchor: next %s, want 26 Dec 02:00", got)
+	}
+	e20, err := Parse("@every 20s", "UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e20 = e20.WithCalendar(c2)
+	a := time.Date(2024, 12, 23, 10, 0, 0, 0, time.UTC)
+	if got := e20.Due(a, nil, a.Add(5*time.Second)); !got.Next.Equal(a.Add(20 * time.Second)) {
+		t.Errorf("@every 20s with a calendar, 5 s after the anchor: next %s, want %s", got.Next, a.Add(20*time.Second))
+	}
+	if plain, _ := Parse("@every 20s", "UTC"); plain.WithCalendar(Calendar{Once: true}) != plain {
+		t.Error("a calendar without dates changed an @every schedule")
+	}
 }
 
 // Each pass of a cron Task needs its schedule: parsing builds tables, the
