@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/results"
@@ -31,13 +32,13 @@ func setRunNowWith(t *testing.T, task *v1alpha1.Task, token string, values map[s
 	b, err := json.Marshal(values)
 	must(t, err)
 	fresh := getTask(t, task)
-	patch := fresh.DeepCopy()
-	if patch.Annotations == nil {
-		patch.Annotations = map[string]string{}
+	patch := client.MergeFrom(fresh.DeepCopy()) // no resourceVersion: no conflict with the operator's writes
+	if fresh.Annotations == nil {
+		fresh.Annotations = map[string]string{}
 	}
-	patch.Annotations[v1alpha1.AnnotationRunNow] = token
-	patch.Annotations[v1alpha1.AnnotationRunParams] = string(b)
-	must(t, k8s.Update(ctx, patch))
+	fresh.Annotations[v1alpha1.AnnotationRunNow] = token
+	fresh.Annotations[v1alpha1.AnnotationRunParams] = string(b)
+	must(t, k8s.Patch(ctx, fresh, patch))
 }
 
 // envOf is the task container's value of an environment variable.
