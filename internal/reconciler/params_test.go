@@ -146,8 +146,7 @@ func TestInvalidParamsFailTheRunWithoutAJobAndChangeNothingElse(t *testing.T) {
 		t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To("today")}}
 	})
 	must(t, k8s.Create(ctx, task))
-	first := waitJobs(t, task, 1)[0]
-	must(t, testutil.CompleteJob(ctx, k8s, &first, fakeClock.Now()))
+	completeJob(t, task, "0", 1)
 	waitTask(t, task, "run 0 succeeded", phaseIs(ok))
 
 	setRunNowWith(t, task, "typo", map[string]string{"dat": "2026-11-30"})
