@@ -204,9 +204,20 @@ func withOutputs(rs []runs.Run, outputs map[string]Output) []runs.Run {
 // Job; a run already recorded keeps its record.
 func withDropped(h []v1alpha1.RunRecord, dropped []v1alpha1.RunRecord) []v1alpha1.RunRecord {
 	for _, d := range dropped {
-		if !hasRecord(h, d.RunID) {
-			h = append(h, d)
+		if hasRecord(h, d.RunID) {
+			continue
 		}
+		if d.StartTime != nil {
+			// A run that failed at its start (InvalidParams) is the newest:
+			// never older than a run the history has, whatever the skew
+			// between this clock and the API server's creation times.
+			for _, r := range h {
+				if r.StartTime != nil && r.StartTime.After(d.StartTime.Time) {
+					d.StartTime = r.StartTime.DeepCopy()
+				}
+			}
+		}
+		h = append(h, d)
 	}
 	return h
 }
