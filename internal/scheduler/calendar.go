@@ -240,16 +240,16 @@ func (s *Schedule) plainDue(a, b time.Time) time.Time {
 	return s.dueCron(a, b).Due
 }
 
-// countEffective counts the effective slots in (a, b], unix seconds.
+// countEffective counts the effective slots in (a, b], unix seconds; for
+// "@every", a is the anchor (Due's earliest).
 func (s *Schedule) countEffective(a, b int64) int64 {
 	if b <= a {
 		return 0
 	}
-	var n int64
 	if s.every > 0 {
-		return 0 // counted by the caller from the anchor (see countSkipped)
+		return s.everyCount(a, b)
 	}
-	n = s.countSlots(a, b)
+	n := s.countSlots(a, b)
 	if !s.once() && !s.runAfter() {
 		return n
 	}
@@ -334,11 +334,7 @@ func (s *Schedule) dueWithCalendar(earliest time.Time, startingDeadline *time.Du
 	}
 	out.SkipDate = s.cal.skips(out.Due)
 	a, b := earliest.Unix(), now.Unix()
-	total := s.countEffective(a, b)
-	if s.every > 0 {
-		total = s.everyCount(a, b)
-	}
-	missed := total - s.countSkipped(a, b)
+	missed := s.countEffective(a, b) - s.countSkipped(a, b)
 	if !out.SkipDate {
 		missed-- // the due slot itself
 	}
