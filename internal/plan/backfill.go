@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/params"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
@@ -41,7 +40,7 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 		return
 	}
 	if cur == nil || cur.Token != token {
-		cur = d.newBackfill(schedule, token)
+		cur = d.newBackfill(token)
 		p.Backfill = cur
 	}
 	if cur.State != v1alpha1.BackfillRunning {
@@ -50,7 +49,7 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 	bf := cur.DeepCopy()
 	slots, err := schedule.SlotsIn(bf.From.Time, bf.To.Time, scheduler.MaxBackfillSlots)
 	if err != nil {
-		bf.State, bf.Message = v1alpha1.BackfillRefused, err.Error()
+		bf.State, bf.Message = v1alpha1.BackfillRefused, fmt.Sprintf("%v; split it into ranges of at most %d slots", err, scheduler.MaxBackfillSlots)
 		p.Backfill = bf
 		return
 	}
@@ -77,7 +76,6 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 		room = min(room, active+MaxQueued-len(p.Start))
 	}
 	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
-	defaults, _ := params.Defaults(task.Spec.Params) // a cron Task's params all have one (admission)
 	for _, t := range slots {
 		if bf.Cursor != nil && !t.After(bf.Cursor.Time) {
 			continue
@@ -88,7 +86,8 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 				break
 			}
 			at := t
-			p.Start = append(p.Start, Start{RunID: id, Attempt: 1, Scheduled: &at, Params: defaults})
+			values, _ := runParams(task, id) // a slot's: the defaults, which a cron Task's params all have (admission)
+			p.Start = append(p.Start, Start{RunID: id, Attempt: 1, Scheduled: &at, Params: values})
 			active++
 		}
 		bf.Cursor = status.Time(t)
@@ -98,7 +97,7 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 
 // newBackfill reads a new request; a request that cannot be done is
 // Refused with the reason, and nothing starts.
-func (d *decision) newBackfill(schedule *scheduler.Schedule, token string) *v1alpha1.BackfillStatus {
+func (d *decision) newBackfill(token string) *v1alpha1.BackfillStatus {
 	bf := &v1alpha1.BackfillStatus{Token: token, State: v1alpha1.BackfillRunning}
 	refuse := func(format string, args ...any) *v1alpha1.BackfillStatus {
 		bf.State, bf.Message = v1alpha1.BackfillRefused, fmt.Sprintf(format, args...)
@@ -122,12 +121,9 @@ func (d *decision) newBackfill(schedule *scheduler.Schedule, token string) *v1al
 	case to.After(d.now):
 		return refuse("the range ends in the future (%s); a backfill runs slots that are past", to.UTC().Format(time.RFC3339))
 	}
+	// The range's slots (and so Total, and a refusal for too many) are
+	// planBackfill's, computed once a pass.
 	bf.From, bf.To = status.Time(from), status.Time(to)
-	slots, err := schedule.SlotsIn(from, to, scheduler.MaxBackfillSlots)
-	if err != nil {
-		return refuse("%v; split it into ranges of at most %d slots", err, scheduler.MaxBackfillSlots)
-	}
-	bf.Total = int32(len(slots))
 	return bf
 }
 
