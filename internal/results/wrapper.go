@@ -1,5 +1,10 @@
 package results
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Wrapper runs a shell Task that declares results: the container's command
 // is
 //
@@ -13,8 +18,12 @@ package results
 // limits as Append. It exits with the script's exit code. It writes nothing
 // when the script failed and left no result, so the kubelet's
 // FallbackToLogsOnError still puts the log's tail in lastError. It needs
-// cat and wc in the image besides /bin/sh.
-const Wrapper = `s=$1; shift
+// cat and wc in the image besides /bin/sh. Its limits and framing are this
+// package's (MaxValue, MaxBlock, the trailer), filled in below.
+var Wrapper = strings.NewReplacer("@MAX_VALUE@", strconv.Itoa(MaxValue), "@MAX_BLOCK@", strconv.Itoa(MaxBlock),
+	"@TRAILER@", trailer).Replace(wrapper)
+
+const wrapper = `s=$1; shift
 /bin/sh -c "$s" &
 c=$!
 trap 'kill -TERM "$c" 2>/dev/null' TERM
@@ -32,11 +41,11 @@ for r in "$@"; do
   z=$(wc -c <"$f") || continue
   z=$((z + 0))
   w=$((z + ${#r} + ${#z} + 3))
-  if [ "$z" -gt 1024 ] || [ $((total + w)) -gt 3584 ]; then big="$big${big:+,}$r"; continue; fi
+  if [ "$z" -gt @MAX_VALUE@ ] || [ $((total + w)) -gt @MAX_BLOCK@ ]; then big="$big${big:+,}$r"; continue; fi
   cat "$f" >>"$t" && printf '\n%s %s\n' "$r" "$z" >>"$t" && total=$((total + w)) && n=$((n + 1))
 done
 if [ "$n" -gt 0 ] || [ -n "$big" ]; then
-  printf 'task-results-v1 %s%s\n' "$n" "${big:+ too-large=$big}" >>"$t"
+  printf '@TRAILER@%s%s\n' "$n" "${big:+ too-large=$big}" >>"$t"
   cat "$t" >/dev/termination-log
 fi
 rm -f "$t"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/results"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 )
@@ -123,8 +124,8 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]Output) v1alph
 		out := outputs[last.JobName]
 		rec.Results = out.Results
 		if len(out.TooLarge) > 0 {
-			rec.Message = fmt.Sprintf("%s: %s left out (over 1 KiB, or over the run's 4 KiB); %s",
-				v1alpha1.ReasonResultsTooLarge, strings.Join(out.TooLarge, ", "), rec.Message)
+			rec.Message = fmt.Sprintf("%s: %s left out (over %d bytes, or over the %d bytes a run's results may take); %s",
+				v1alpha1.ReasonResultsTooLarge, strings.Join(out.TooLarge, ", "), results.MaxValue, results.MaxBlock, rec.Message)
 		}
 	}
 	rec.Message = Head(rec.Message, MaxMessage)
