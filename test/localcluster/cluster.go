@@ -173,11 +173,8 @@ func (c *Cluster) upAfresh(ctx context.Context, want string, t0 time.Time) (stri
 	st.BinDir = strings.TrimSpace(string(out))
 
 	// A fresh cluster each time: old etcd data, certs and component state go.
-	olds, _ := filepath.Glob(c.path("kube-*"))
-	for _, p := range append(olds, c.path("etcd"), c.path("pids"), c.path("cluster.env"), c.path("cluster.json"), c.path("kubeconfig"), c.path("kwok")) {
-		if err := os.RemoveAll(p); err != nil {
-			return "", err
-		}
+	if err := c.removeState(); err != nil {
+		return "", err
 	}
 	for _, d := range []string{"pids", "logs", "kwok"} {
 		if err := os.MkdirAll(c.path(d), 0o755); err != nil {
@@ -338,6 +335,23 @@ func (c *Cluster) stopAll() {
 	c.stopStrays()
 }
 
+// removeState removes what one run of the cluster leaves in Dir besides
+// its logs (etcd data, pids, state files, the kubeconfig, the components'
+// folders) and the extra entries named.
+func (c *Cluster) removeState(extra ...string) error {
+	paths, _ := filepath.Glob(c.path("kube-*"))
+	for _, name := range append([]string{"etcd", "pids", "cluster.env", "cluster.json", "kubeconfig", "kwok"}, extra...) {
+		paths = append(paths, c.path(name))
+	}
+	var errs []error
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("could not remove %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Down stops everything the cluster runs and removes its state, keeping the
 // logs for a post-mortem; an error lists what it could not clean.
 func (c *Cluster) Down() error {
@@ -354,12 +368,8 @@ func (c *Cluster) Down() error {
 	c.stopAll()
 	// Nothing in etcd outlives the processes (the next Up starts afresh), so
 	// drop it and the credentials.
-	olds, _ := filepath.Glob(c.path("kube-*"))
-	for _, p := range append(olds, c.path("etcd"), c.path("pids"), c.path("cluster.env"), c.path("cluster.json"),
-		c.path("kubeconfig"), c.path("pki"), c.path("kwok")) {
-		if err := os.RemoveAll(p); err != nil {
-			c.problem("could not remove %s: %v", p, err)
-		}
+	if err := c.removeState("pki"); err != nil {
+		c.problem("%v", err)
 	}
 	c.checkHostClean(st)
 	if left := c.strays(); len(left) > 0 {

@@ -3,9 +3,11 @@ package localcluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,7 +86,7 @@ func (c *Cluster) stop(names ...string) {
 		return
 	}
 	t0 := time.Now()
-	if waitGone(15*time.Second, func() []int { return values(live) }) {
+	if waitGone(15*time.Second, func() []int { return slices.Collect(maps.Values(live)) }) {
 		c.logf("stopped %s (%d s)", strings.Join(order, " "), int(time.Since(t0).Seconds()))
 		return
 	}
@@ -110,14 +112,6 @@ func waitGone(within time.Duration, pids func() []int) bool {
 			return false
 		}
 	}
-}
-
-func values(m map[string]int) []int {
-	var out []int
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 // stopStrays stops our components still running without a pid file (DIR
