@@ -58,13 +58,18 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 		p.Backfill = d.count(bf, slots, steps)
 		return
 	}
-	// The runs active or starting this pass, backfill's included.
-	active := len(p.Start) + len(d.pending)
+	// The runs active or starting this pass (a queued new run is among
+	// the starts), each once.
+	busy := map[string]bool{}
 	for _, r := range d.rs {
 		if steps[r.ID].Active() {
-			active++
+			busy[r.ID] = true
 		}
 	}
+	for _, st := range p.Start {
+		busy[st.RunID] = true
+	}
+	active := len(busy)
 	room := 1 // Forbid (and Replace: a backfill never stops a run): one at a time
 	if task.Spec.ConcurrencyPolicy == v1alpha1.AllowConcurrent {
 		room = scheduler.MaxActiveRuns
