@@ -16,6 +16,7 @@ package admission
 
 import (
 	"cmp"
+	"container/heap"
 	"maps"
 	"slices"
 	"time"
@@ -52,6 +53,13 @@ type Input struct {
 	Jobs map[string]JobState
 	// Waiting are the attempts the queue's Tasks wait to start.
 	Waiting []Waiting
+	// Exists, when set, reports whether a Job of the given name exists
+	// although Jobs does not hold it (a finished one). A waiting attempt
+	// whose Job exists is not admitted: the Task's status that lists it
+	// is older than the Job (its pass created the Job and has not yet
+	// recorded that). It is asked only about attempts about to be
+	// admitted, so the observer need not look up every waiting one.
+	Exists func(jobName string) bool
 }
 
 // Decision is the new admission record and what changed.
@@ -65,7 +73,9 @@ type Decision struct {
 	// queue while running, or a queue re-created).
 	Released []string
 	Adopted  []string
-	// Line is who still waits, in admission order.
+	// Line is who still waits, in no particular order (only its length
+	// is written): putting the whole line in order would cost every pass
+	// O(W log W) for W waiting, where only the first few are admitted.
 	Line []Waiting
 }
 
@@ -82,15 +92,25 @@ func (d Decision) Running() int32 { return int32(len(d.Admitted)) }
 // admitted in order while places are free.
 func Decide(in Input) Decision {
 	var d Decision
-	waited := map[string]bool{}
+	// The record's names without a Job, and whether a Task waits for
+	// them: only those need the waiting attempts looked through (a set of
+	// the whole line would cost every pass a map of W entries).
+	unstarted := map[string]bool{}
+	for _, name := range in.Admitted {
+		if _, exists := in.Jobs[name]; !exists {
+			unstarted[name] = false
+		}
+	}
 	for _, w := range in.Waiting {
-		waited[w.JobName] = true
+		if _, ok := unstarted[w.JobName]; ok {
+			unstarted[w.JobName] = true
+		}
 	}
 	held := map[string]bool{}
 	for _, name := range in.Admitted {
 		job, exists := in.Jobs[name]
 		switch {
-		case exists && !job.Finished, !exists && waited[name]:
+		case exists && !job.Finished, !exists && unstarted[name]:
 			held[name] = true
 		default:
 			d.Released = append(d.Released, name)
@@ -109,17 +129,53 @@ func Decide(in Input) Decision {
 			line = append(line, w)
 		}
 	}
-	slices.SortFunc(line, Order)
 	free := int(in.MaxRunning) - len(held)
-	for len(line) > 0 && free > 0 && !in.Suspended {
-		d.Admit = append(d.Admit, line[0])
-		held[line[0].JobName] = true
-		line, free = line[1:], free-1
+	for free > 0 && len(line) > 0 && !in.Suspended {
+		n := min(free, len(line))
+		orderFirst(line, n)
+		for _, w := range line[:n] {
+			if in.Exists != nil && in.Exists(w.JobName) {
+				continue // already created: waits for nothing
+			}
+			d.Admit = append(d.Admit, w)
+			held[w.JobName] = true
+			free--
+		}
+		line = line[n:]
 	}
 	d.Line = line
 	d.Admitted = slices.Sorted(maps.Keys(held))
 	return d
 }
+
+// orderFirst moves the first n attempts of line in admission order to its
+// front, in that order, in O(W log n) for W attempts: a bounded max-heap
+// of the n best seen so far, then a sort of those n.
+func orderFirst(line []Waiting, n int) {
+	if n >= len(line)/2 {
+		slices.SortFunc(line, Order)
+		return
+	}
+	h := firstN(line[:n])
+	heap.Init(&h)
+	for i := n; i < len(line); i++ {
+		if Order(line[i], line[0]) < 0 {
+			line[0], line[i] = line[i], line[0]
+			heap.Fix(&h, 0)
+		}
+	}
+	slices.SortFunc(line[:n], Order)
+}
+
+// firstN is a max-heap by admission order: its root is the last of the
+// n first, the one a better attempt replaces.
+type firstN []Waiting
+
+func (h firstN) Len() int           { return len(h) }
+func (h firstN) Less(i, j int) bool { return Order(h[i], h[j]) > 0 }
+func (h firstN) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *firstN) Push(any)          { panic("firstN has a fixed size") }
+func (h *firstN) Pop() any          { panic("firstN has a fixed size") }
 
 // Order is admission order: higher priority first, then first come first
 // served, then by Job name so equal times are decided the same way by
