@@ -11,9 +11,10 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
-// ownWritesTTL bounds how long a write is remembered: the cache shows it
-// within milliseconds, and an entry for a Task no pass looks at again must
-// not stay for good.
+// ownWritesTTL bounds how long a write is remembered: an entry goes when
+// the cache shows its write (seen), and the TTL only catches the writes
+// the cache never shows as such (the Task changed again before the watch
+// delivered it, or was deleted).
 const ownWritesTTL = 30 * time.Second
 
 // ownWrites remembers the last status write per Task until the cache shows
@@ -50,6 +51,36 @@ func (w *ownWrites) record(task *v1alpha1.Task, now time.Time) {
 		}
 	}
 	w.m[task.UID] = ownWrite{task: task.DeepCopy(), at: now}
+}
+
+// seen forgets the write of a Task once the cache shows it: from then on
+// the cache is as new, and the copy would only hold memory.
+func (w *ownWrites) seen(task *v1alpha1.Task) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.m[task.UID]; ok && e.task.ResourceVersion == task.ResourceVersion {
+		delete(w.m, task.UID)
+	}
+}
+
+// waitingIn returns the remembered Tasks of namespace ns that wait in
+// queue as this process last wrote them (status.queued not empty). The
+// queue pass lists the Tasks waiting by an index of the cache, which shows
+// a Task put in line only once its write arrives; it adds these (each
+// checked against the cache with peek).
+func (w *ownWrites) waitingIn(ns, queue string) []*v1alpha1.Task {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*v1alpha1.Task
+	for _, e := range w.m {
+		if t := e.task; t.Namespace == ns && t.Spec.QueueName == queue && len(t.Status.Queued) > 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // forget drops what is remembered of a Task (after a refused write).

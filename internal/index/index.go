@@ -1,8 +1,12 @@
 // Package index holds the cache's field indexes both controllers read
 // by, and the index functions: a Task's Jobs by their controller, a
-// queue's Tasks and Jobs, the Tasks waiting for a Job name, and the Tasks
-// naming a ConfigMap of skip dates. Add
-// registers them all before the manager starts.
+// queue's Tasks, the Tasks waiting in it and the Jobs holding its places,
+// the Tasks waiting for a Job name, and the Tasks naming a ConfigMap of
+// skip dates. Add registers them all before the manager starts.
+//
+// The queue's two indexes keep a queue pass flat: it reads the attempts
+// waiting and running, never the queue's finished history, so a burst of N
+// queued Tasks costs O(N) passes of O(places + waiting) each, not O(N²).
 package index
 
 import (
@@ -13,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 const (
@@ -23,8 +28,13 @@ const (
 	// QueuedJob indexes Tasks by the Job names they wait to have admitted
 	// (status.queued), so an admission wakes exactly their Tasks.
 	QueuedJob = ".status.queued.jobName"
-	// JobQueue indexes Jobs by the queue that admitted them (label).
-	JobQueue = ".metadata.labels.queue"
+	// QueueWaiting indexes Tasks by spec.queueName while they wait in
+	// the queue (status.queued not empty, not being deleted).
+	QueueWaiting = ".spec.queueName.waiting"
+	// QueuePlaces indexes the Jobs that hold a place in a queue (its
+	// label) by the queue: controlled by a Task and not finished
+	// (runs.HoldsPlace). A finished Job leaves the index.
+	QueuePlaces = ".metadata.labels.queue.holding"
 	// SkipDatesFrom indexes Tasks by the ConfigMap spec.skipDatesFrom
 	// names, so an edit of a holiday list wakes exactly its Tasks.
 	SkipDatesFrom = ".spec.skipDatesFrom.name"
@@ -56,12 +66,30 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return err
 	}
-	return indexer.IndexField(ctx, &batchv1.Job{}, JobQueue, func(o client.Object) []string {
-		if q := o.GetLabels()[v1alpha1.LabelQueue]; q != "" {
-			return []string{q}
-		}
+	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, QueueWaiting, TaskWaitingIn); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &batchv1.Job{}, QueuePlaces, JobHoldingPlaceIn)
+}
+
+// TaskWaitingIn is the index function of QueueWaiting: the Task's queue
+// while the Task waits in it.
+func TaskWaitingIn(obj client.Object) []string {
+	t := obj.(*v1alpha1.Task)
+	if t.Spec.QueueName == "" || len(t.Status.Queued) == 0 || !t.DeletionTimestamp.IsZero() {
 		return nil
-	})
+	}
+	return []string{t.Spec.QueueName}
+}
+
+// JobHoldingPlaceIn is the index function of QueuePlaces: the Job's queue
+// while it holds a place there.
+func JobHoldingPlaceIn(obj client.Object) []string {
+	job := obj.(*batchv1.Job)
+	if q := job.Labels[v1alpha1.LabelQueue]; q != "" && TaskControlled(job) && runs.HoldsPlace(job) {
+		return []string{q}
+	}
+	return nil
 }
 
 // JobControllerUID is the index function of OwnedJobs: the UID of the Task

@@ -175,5 +175,5 @@ func fakeAPI(task *v1alpha1.Task) *fake.ClientBuilder {
 	return fake.NewClientBuilder().WithScheme(testutil.Scheme()).
 		WithObjects(task).WithStatusSubresource(&v1alpha1.Task{}).
 		WithIndex(&batchv1.Job{}, index.OwnedJobs, index.JobControllerUID).
-		WithIndex(&batchv1.Job{}, index.JobQueue, func(client.Object) []string { return nil })
+		WithIndex(&batchv1.Job{}, index.QueuePlaces, index.JobHoldingPlaceIn)
 }

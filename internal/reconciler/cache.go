@@ -59,7 +59,7 @@ func CacheOptions(noShortcuts bool) cache.Options {
 //     Job held suspended by someone else (Kueue) waits for capacity.
 //   - status.ready, .succeeded, .failed: the same PodsStarted sum.
 //   - status.active, .terminating: a queue counts a stopped attempt's
-//     place as taken until its pods are gone (jobState).
+//     place as taken until its pods are gone (runs.HoldsPlace).
 //   - status.conditions of type Complete and Failed (type, status, reason,
 //     message, lastTransitionTime): the attempt's phase, its failure reason
 //     and message, and when it finished; and FailureTarget until one of

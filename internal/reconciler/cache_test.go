@@ -117,7 +117,7 @@ func TestJobCacheTransform(t *testing.T) {
 	}
 
 	// What remains: metadata without managed fields, spec.completions, and
-	// the status fields runs.AttemptOf and the queue's jobState read.
+	// the status fields runs.AttemptOf and runs.HoldsPlace read.
 	wantMeta := *orig.ObjectMeta.DeepCopy()
 	wantMeta.ManagedFields = nil
 	delete(wantMeta.Annotations, "example.com/big-note")
@@ -134,7 +134,7 @@ func TestJobCacheTransform(t *testing.T) {
 		Succeeded:      1,
 		Failed:         1,
 		Active:         orig.Status.Active,                                // a stopped attempt's place is held
-		Terminating:    orig.Status.Terminating,                           // until its pods are gone (jobState)
+		Terminating:    orig.Status.Terminating,                           // until its pods are gone (runs.HoldsPlace)
 		Conditions:     []batchv1.JobCondition{orig.Status.Conditions[2]}, // Failed only
 	}
 	if !equality.Semantic.DeepEqual(got.Status, wantStatus) {

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/params"
@@ -381,4 +382,14 @@ func scheduledTime(job *batchv1.Job) *time.Time {
 func annotationInt(job *batchv1.Job, key string) int64 {
 	n, _ := strconv.ParseInt(job.Annotations[key], 10, 64)
 	return n
+}
+
+// HoldsPlace reports whether a Job's attempt still holds its place in a
+// queue: while it is active, and, once stopped, until its pods are gone (a
+// stopped attempt's pods still run for their grace period, and a Job
+// someone resumed after a stop runs again: it is Active, see AttemptOf).
+func HoldsPlace(job *batchv1.Job) bool {
+	a := AttemptOf(job, 0)
+	podsLeft := job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0
+	return a.Phase == Active || (a.Phase == Stopped && podsLeft)
 }

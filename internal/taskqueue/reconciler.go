@@ -102,27 +102,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// observe reads what the decision needs, from the cache: the queue's
-// Tasks and what they wait for, and the queue's Jobs (by label). A listed
-// place whose Job the cache does not show and that no Task waits for is
-// read from the API server before it is released: the cache may not show
-// a Job just created yet, and releasing its place would let the cap be
-// exceeded.
+// observe reads what the decision needs, from the cache, by the queue's
+// two indexes (internal/index): the Tasks waiting in it, and the Jobs
+// holding its places. It never reads the queue's finished history, so a
+// pass costs the attempts waiting and running. A name of the record that
+// holds no place by the index is looked up by name: in the cache (a
+// finished Job: its place frees), else, unless a Task waits for it, at the
+// API server before it is released: the cache may not show a Job just
+// created yet, and releasing its place would let the cap be exceeded.
 func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admission.Input, map[string]*v1alpha1.Task, error) {
 	in := admission.Input{
 		MaxRunning: tq.Spec.MaxRunning, Suspended: ptr.Deref(tq.Spec.Suspend, false),
 		Admitted: tq.Status.Admitted, Jobs: map[string]admission.JobState{},
 	}
-	var taskList v1alpha1.TaskList
-	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.TaskQueue: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return in, nil, fmt.Errorf("listing the queue's Tasks: %w", err)
+	tasks, err := r.waitingTasks(ctx, tq)
+	if err != nil {
+		return in, nil, err
 	}
-	tasks := make(map[string]*v1alpha1.Task, len(taskList.Items))
 	waited := map[string]bool{}
-	for i := range taskList.Items {
-		t := &taskList.Items[i]
-		t = r.Shortcuts.Peek(t)
-		tasks[t.Name] = t
+	for _, t := range tasks {
 		if !t.DeletionTimestamp.IsZero() {
 			continue // a deleted Task waits for nothing
 		}
@@ -135,39 +133,68 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 		}
 	}
 	var jobList batchv1.JobList
-	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.JobQueue: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.QueuePlaces: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
 		return in, nil, fmt.Errorf("listing the queue's Jobs: %w", err)
 	}
 	for i := range jobList.Items {
-		if job := &jobList.Items[i]; index.TaskControlled(job) {
-			in.Jobs[job.Name] = jobState(job)
-		}
+		in.Jobs[jobList.Items[i].Name] = admission.JobState{}
 	}
 	for _, name := range tq.Status.Admitted {
-		if _, ok := in.Jobs[name]; ok || waited[name] {
+		if _, ok := in.Jobs[name]; ok {
 			continue
 		}
 		job := &batchv1.Job{}
-		err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: tq.Namespace, Name: name}, job)
+		key := ctrl.ObjectKey{Namespace: tq.Namespace, Name: name}
+		err := r.Client.Get(ctx, key, job)
+		if apierrors.IsNotFound(err) {
+			if waited[name] {
+				continue // not created yet: the Task waits for it
+			}
+			err = r.APIReader.Get(ctx, key, job)
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return in, nil, fmt.Errorf("reading admitted Job %s: %w", name, err)
 		case index.TaskControlled(job):
-			in.Jobs[name] = jobState(job)
+			in.Jobs[name] = admission.JobState{Finished: !runs.HoldsPlace(job)}
 		}
+	}
+	in.Exists = func(name string) bool {
+		job := &batchv1.Job{}
+		return r.Client.Get(ctx, ctrl.ObjectKey{Namespace: tq.Namespace, Name: name}, job) == nil && index.TaskControlled(job)
 	}
 	return in, tasks, nil
 }
 
-// jobState is whether a Job's attempt still holds its place: while it is
-// active, and, once stopped, until its pods are gone (a stopped attempt's
-// pods still run for their grace period, and a Job someone resumed after a
-// stop runs again: it is Active, see runs.AttemptOf).
-func jobState(job *batchv1.Job) admission.JobState {
-	a := runs.AttemptOf(job, 0)
-	podsLeft := job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0
-	return admission.JobState{Finished: a.Phase != runs.Active && !(a.Phase == runs.Stopped && podsLeft)}
+// waitingTasks are the Tasks waiting in the queue, by name: those the
+// cache's index shows, and those this process has just put in line by a
+// write the cache does not show yet (under a burst the cache lags by
+// seconds, and a place given meanwhile would go to an attempt behind
+// them). Each is the newest of the two (fastpath Peek); never change one.
+func (r *Reconciler) waitingTasks(ctx context.Context, tq *v1alpha1.TaskQueue) (map[string]*v1alpha1.Task, error) {
+	var taskList v1alpha1.TaskList
+	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.QueueWaiting: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the queue's Tasks: %w", err)
+	}
+	tasks := make(map[string]*v1alpha1.Task, len(taskList.Items))
+	for i := range taskList.Items {
+		t := r.Shortcuts.Peek(&taskList.Items[i])
+		tasks[t.Name] = t
+	}
+	for _, mine := range r.Shortcuts.WaitingIn(tq.Namespace, tq.Name) {
+		if _, listed := tasks[mine.Name]; listed {
+			continue
+		}
+		cached := &v1alpha1.Task{}
+		if err := r.Client.Get(ctx, ctrl.ObjectKeyFromObject(mine), cached); err != nil {
+			continue // gone, or not in the cache yet: its next write wakes the queue again
+		}
+		if t := r.Shortcuts.Peek(cached); t.Spec.QueueName == tq.Name {
+			tasks[t.Name] = t
+		}
+	}
+	return tasks, nil
 }
 
 // setQueueReady sets the queue's Ready condition: True while it admits.

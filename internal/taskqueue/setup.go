@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/index"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // SetupWithManager registers the queue controller with mgr. Its
@@ -78,7 +79,7 @@ func (jobToQueue) Create(context.Context, event.CreateEvent, workqueue.TypedRate
 
 func (jobToQueue) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	o, n := e.ObjectOld.(*batchv1.Job), e.ObjectNew.(*batchv1.Job)
-	if jobState(o) != jobState(n) || o.Labels[v1alpha1.LabelQueue] != n.Labels[v1alpha1.LabelQueue] {
+	if runs.HoldsPlace(o) != runs.HoldsPlace(n) || o.Labels[v1alpha1.LabelQueue] != n.Labels[v1alpha1.LabelQueue] {
 		addQueue(q, o.Namespace, o.Labels[v1alpha1.LabelQueue])
 		addQueue(q, n.Namespace, n.Labels[v1alpha1.LabelQueue])
 	}
