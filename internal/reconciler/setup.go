@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,7 +29,7 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		Named("task").
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (internal/fastpath).
-		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}).
+		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}, builder.WithPredicates(jobChanged)).
 		// An admission starts work: the default priority (queuewatch.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
 		// An edited holiday list (calendarwatch.go): metadata only.
@@ -38,6 +39,7 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		// New Tasks once more, at start priority; and the Tasks the queue
 		// controller just admitted, handed over directly.
 		b = b.Watches(&v1alpha1.Task{}, r.newTaskHandler()).
+			Watches(&v1alpha1.Task{}, r.ownWritesSeen()).
 			WatchesRawSource(r.Shortcuts.AdmittedTasks())
 	}
 	return b.Complete(r)
@@ -70,6 +72,19 @@ func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reco
 	}
 }
 
+// ownWritesSeen enqueues nothing: it tells the shortcuts which status
+// writes the cache now shows, so their copies go at once instead of
+// staying until a TTL or a later write.
+func (r *TaskReconciler) ownWritesSeen() handler.TypedFuncs[client.Object, reconcile.Request] {
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if t, ok := e.ObjectNew.(*v1alpha1.Task); ok {
+				r.Shortcuts.CacheShows(t)
+			}
+		},
+	}
+}
+
 // taskChanged lets through the Task updates a pass must act on: spec
 // (generation), annotations (run-now; any annotation change also serves as
 // a manual "look again") and deletion. The operator's own writes are
@@ -83,4 +98,30 @@ var taskChanged = predicate.Funcs{
 			!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
 			!n.GetDeletionTimestamp().IsZero()
 	},
+}
+
+// jobChanged lets through the Job updates that change what a pass reads of
+// a Job: what the cache keeps of it (trimJob, cache.go), its resource
+// version apart. The Job controller writes a Job several times per pod
+// (finalizer bookkeeping in status.uncountedTerminatedPods, for one); a
+// pass for those would observe the same attempt and decide the same.
+var jobChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*batchv1.Job)
+		n, ok2 := e.ObjectNew.(*batchv1.Job)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !sameTrimmedJob(o, n)
+	},
+}
+
+// sameTrimmedJob reports whether a and b hold the same after trimJob,
+// resource versions apart.
+func sameTrimmedJob(a, b *batchv1.Job) bool {
+	ta, _ := trimJob(a)
+	tb, _ := trimJob(b)
+	ja, jb := *ta.(*batchv1.Job), *tb.(*batchv1.Job)
+	ja.ResourceVersion, jb.ResourceVersion = "", ""
+	return equality.Semantic.DeepEqual(ja, jb)
 }
