@@ -9,6 +9,7 @@ package taskqueue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -55,7 +56,8 @@ type Reconciler struct {
 
 // Reconcile decides one TaskQueue pass and writes its status once, with
 // optimistic locking: the write is what takes a place, so a pass that lost
-// a race takes none and runs again from the winner's record.
+// a race takes none and runs again from the winner's record. The write
+// carries only what changed (recordPatch).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if !guards.Held(r.Lease) {
 		return guards.StandDown(ctx)
@@ -70,7 +72,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	d := admission.Decide(in)
 
-	old := tq.Status.DeepCopy()
+	// The pass replaces the record's slice and changes the conditions in
+	// place: a copy of the conditions is all the old status needs (the
+	// record can hold 10000 names, which are not copied).
+	old := tq.Status
+	old.Conditions = slices.Clone(tq.Status.Conditions)
 	st := &tq.Status
 	st.Admitted = d.Admitted
 	st.Running = d.Running()
@@ -78,13 +84,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	st.AdmittedTotal += int64(len(d.Admit))
 	st.ObservedGeneration = tq.Generation
 	setQueueReady(tq, r.Clock.Now())
-	if !equality.Semantic.DeepEqual(*old, *st) {
+	if !equality.Semantic.DeepEqual(old, *st) {
 		if !guards.Held(r.Lease) {
 			return guards.StandDown(ctx)
 		}
-		base := tq.DeepCopy()
-		base.Status = *old
-		if err := r.Client.Status().Patch(ctx, tq, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+		base := *tq
+		base.Status = old
+		if err := r.Client.Status().Patch(ctx, tq, recordPatch(&base, st)); err != nil {
 			return guards.OnConflict(ctx, fmt.Errorf("writing the admission record: %w", err))
 		}
 		r.Shortcuts.RememberRecord(tq)
