@@ -6,17 +6,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // clusterSettings are the knobs one session's control plane starts with.
@@ -79,6 +85,14 @@ func upCluster(ctx context.Context, o *options, s clusterSettings) (*cluster, er
 	}
 	if o.serverVersion == "" {
 		o.serverVersion = c.serverVersion()
+	}
+	if o.finalizerPolicy {
+		if err := c.applyFile(ctx, filepath.Join(o.root, "config/samples/policies/add-finalizer.yaml")); err != nil {
+			return nil, fmt.Errorf("installing the finalizer policy: %w", err)
+		}
+		if err := c.waitFinalizerPolicy(ctx); err != nil {
+			return nil, err
+		}
 	}
 	o.logf("cluster ready in %.0f s (%s, node pods %d, audit log: %v)", time.Since(start).Seconds(), s, s.nodePods, c.audit != "")
 	return c, ctx.Err()
@@ -170,4 +184,53 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// applyFile creates the objects of a YAML file.
+func (c *cluster) applyFile(ctx context.Context, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.c.Create(ctx, u); err != nil {
+			return fmt.Errorf("%s: creating %s %s: %w", path, u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// waitFinalizerPolicy waits until the API server applies the finalizer
+// policy (it loads a new policy within moments), by creating probe Tasks
+// in a namespace of their own until one is created with the finalizer,
+// then deletes that namespace's Tasks' finalizers and the namespace.
+func (c *cluster) waitFinalizerPolicy(ctx context.Context) error {
+	const ns = "bench-policy-probe"
+	if err := c.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	var probes []*v1alpha1.Task
+	err := poll(ctx, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		t := testutil.NewTask(ns, fmt.Sprintf("probe-%d", len(probes)), testutil.Shell("true"))
+		if err := c.c.Create(ctx, t); err != nil {
+			return false, err
+		}
+		probes = append(probes, t)
+		return slices.Contains(t.Finalizers, v1alpha1.Finalizer), nil
+	})
+	for _, t := range probes { // no operator runs yet to remove it
+		_ = c.c.Patch(ctx, t, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	}
+	_ = c.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	if err != nil {
+		return fmt.Errorf("the finalizer policy did not apply within 30 s: %w", err)
+	}
+	return nil
 }

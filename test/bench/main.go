@@ -48,7 +48,10 @@ type options struct {
 	auditPolicy  string
 	out          string
 	opArgs       []string
-	cronRuns     map[string]bool
+	// finalizerPolicy: the clusters get config/samples/policies/add-finalizer.yaml,
+	// as the Helm chart installs it on Kubernetes 1.36+.
+	finalizerPolicy bool
+	cronRuns        map[string]bool
 
 	root, managerBin string
 	serverVersion    string
@@ -120,6 +123,7 @@ func parseOptions() (*options, error) {
 	flag.StringVar(&o.auditPolicy, "audit-policy", "hack/bench-audit-policy.yaml", "audit policy handed to hack/local-cluster.sh as LOCAL_CLUSTER_AUDIT_POLICY; writes are counted from the audit log when the cluster writes one")
 	var opArgs, cronRuns string
 	flag.StringVar(&cronRuns, "cron-runs", "operator-equal,cronjob,operator-default", "which cron runs to make (a subset, for experiments)")
+	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "install the MutatingAdmissionPolicy that adds the operator's finalizer at creation (config/samples/policies/add-finalizer.yaml; the Helm chart's default on Kubernetes 1.36+); false: the operator patches each new Task for it, as with install.yaml alone")
 	flag.StringVar(&opArgs, "operator-args", "", "extra manager flags for every operator run, space separated (experiments, e.g. --max-concurrent-reconciles=16)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file (default WORK_DIR/results.txt)")
 	flag.Parse()

@@ -143,6 +143,11 @@ func (rs *results) render() string {
 		"burst/idle/memory: kube-controller-manager --kube-api-qps=%d --kube-api-burst=%d (raised so Jobs finish fast), operator defaults (no client-side limit, 32 concurrent reconciles); "+
 		"cron: kube-controller-manager %d/%d (its defaults), one slot, schedule \"M H * * *\" naming the slot; idle window %s; writes counted from %s\n",
 		n, len(rs.reps), o.workers, o.fastQPS, o.fastBurst, equalQPS, equalBurst, o.idleWindow, rs.writeMethod())
+	if o.finalizerPolicy {
+		fmt.Fprintf(&b, "install:  with the finalizer policy (config/samples/policies/add-finalizer.yaml, as the Helm chart on Kubernetes 1.36+): Tasks get their finalizer at creation\n")
+	} else {
+		fmt.Fprintf(&b, "install:  without the finalizer policy (-finalizer-policy=false, install.yaml alone): the operator patches each new Task for its finalizer\n")
+	}
 	if len(o.opArgs) > 0 {
 		fmt.Fprintf(&b, "operator: extra flags %s (an experiment, not the defaults)\n", strings.Join(o.opArgs, " "))
 	}

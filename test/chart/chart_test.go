@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/version"
 )
 
@@ -47,8 +48,15 @@ func load(t *testing.T) *chart.Chart {
 // kind/namespace/name.
 func render(t *testing.T, release string, values map[string]any) map[string]*unstructured.Unstructured {
 	t.Helper()
+	return renderFor(t, chartutil.DefaultCapabilities, release, values)
+}
+
+// renderFor is render against a cluster of the given capabilities (the
+// API versions it serves).
+func renderFor(t *testing.T, caps *chartutil.Capabilities, release string, values map[string]any) map[string]*unstructured.Unstructured {
+	t.Helper()
 	c := load(t)
-	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
+	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true, Revision: 1}, caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +83,7 @@ func render(t *testing.T, release string, values map[string]any) map[string]*uns
 
 func namespaced(kind string) bool {
 	switch kind {
-	case "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace":
+	case "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 		return false
 	}
 	return true
@@ -211,7 +219,7 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 	}
 	// Every binding names a role and a ServiceAccount the chart renders.
 	for _, o := range objs {
-		if !strings.HasSuffix(o.GetKind(), "Binding") {
+		if k := o.GetKind(); k != "RoleBinding" && k != "ClusterRoleBinding" {
 			continue
 		}
 		ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
@@ -341,5 +349,65 @@ func TestTheShippedServiceMonitorHonorsTheTasksNamespaceLabel(t *testing.T) {
 	if ep["honorLabels"] != true || ep["port"] != ports[0].(map[string]any)["name"] || ep["scheme"] != "https" ||
 		ep["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" {
 		t.Errorf("endpoint %v: want the Service's port %v, honorLabels: true, scheme https with the pod's token", ep, ports[0])
+	}
+}
+
+// The finalizer policy is rendered where the cluster serves
+// MutatingAdmissionPolicy v1 (not in install.yaml, which must install on
+// older clusters too), binds its own policy, adds exactly the operator's
+// finalizer on CREATE, and with finalizerPolicy.namespaces only there.
+func TestTheFinalizerPolicyRendersWhereTheClusterServesIt(t *testing.T) {
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.APIVersions = append(caps.APIVersions, "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy")
+	name := "ops-task-operator-finalizer"
+	objs := renderFor(t, caps, "ops", nil)
+	policy, binding := objs["MutatingAdmissionPolicy//"+name], objs["MutatingAdmissionPolicyBinding//"+name]
+	if policy == nil || binding == nil {
+		t.Fatalf("no policy or binding %s; rendered %v", name, slices.Sorted(maps.Keys(objs)))
+	}
+	if ref, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); ref != name {
+		t.Errorf("the binding names policy %q", ref)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(binding.Object, "spec", "matchResources"); found {
+		t.Error("the default binding selects namespaces")
+	}
+	mutations, _, _ := unstructured.NestedSlice(policy.Object, "spec", "mutations")
+	expr, _, _ := unstructured.NestedString(mutations[0].(map[string]any), "applyConfiguration", "expression")
+	if !strings.Contains(expr, `finalizers: ["`+v1alpha1.Finalizer+`"]`) {
+		t.Errorf("the policy does not add %s: %s", v1alpha1.Finalizer, expr)
+	}
+	ops, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConstraints", "resourceRules")
+	if fmt.Sprint(ops) != "[map[apiGroups:[batch.taskops.io] apiVersions:[*] operations:[CREATE] resources:[tasks]]]" {
+		t.Errorf("the policy matches %v, want Task creates only", ops)
+	}
+
+	// The sample for install.yaml users is the same policy.
+	text, err := os.ReadFile("../../config/samples/policies/add-finalizer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range parse(t, "add-finalizer.yaml", string(text)) {
+		rendered := objs[o.GetKind()+"//"+name]
+		if rendered == nil {
+			t.Fatalf("the sample has %s, the chart does not", key(o))
+		}
+		spec, _, _ := unstructured.NestedMap(o.Object, "spec")
+		want, _, _ := unstructured.NestedMap(rendered.Object, "spec")
+		if o.GetKind() == "MutatingAdmissionPolicyBinding" {
+			spec["policyName"] = name
+		}
+		if d := cmp.Diff(want, spec); d != "" {
+			t.Errorf("the sample's %s differs from the chart's (-chart +sample):\n%s", o.GetKind(), d)
+		}
+	}
+
+	objs = renderFor(t, caps, "ops", map[string]any{"finalizerPolicy": map[string]any{"namespaces": []any{"team-a", "team-b"}}})
+	sel, _, _ := unstructured.NestedSlice(objs["MutatingAdmissionPolicyBinding//"+name].Object, "spec", "matchResources", "namespaceSelector", "matchExpressions")
+	if fmt.Sprint(sel) != "[map[key:kubernetes.io/metadata.name operator:In values:[team-a team-b]]]" {
+		t.Errorf("finalizerPolicy.namespaces selects %v", sel)
+	}
+	objs = renderFor(t, caps, "ops", map[string]any{"finalizerPolicy": map[string]any{"enabled": false}})
+	if objs["MutatingAdmissionPolicy//"+name] != nil {
+		t.Error("finalizerPolicy.enabled=false still renders the policy")
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/internal/version"
 	"github.com/taskops/task-operator/test/harness"
@@ -90,7 +93,25 @@ func TestTheHelmChartInstallsRunsTasksAndUninstallsKeepingTheCRDs(t *testing.T) 
 
 	ns := makeNamespace(t, "e2e-helm")
 	srv := serveOnBridge(t)
-	create(t, testutil.NewTask(ns, "shell", testutil.Shell(`echo "run by the Helm release"`)))
+	// The chart's MutatingAdmissionPolicy (this cluster serves v1) adds the
+	// finalizer as the Task is created: the create response carries it, so
+	// the operator has no patch to make for it. The API server applies a
+	// new policy within moments: Tasks are created until one has it.
+	probes := 0
+	eventually(t, 30*time.Second, "a Task created with the finalizer", func(ctx context.Context) (bool, string) {
+		probe := testutil.NewTask(ns, fmt.Sprintf("probe-%d", probes), testutil.Shell("true"))
+		probes++
+		if err := env.c.Create(ctx, probe); err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(probe.Finalizers, v1alpha1.Finalizer), fmt.Sprintf("created with finalizers %v", probe.Finalizers)
+	})
+	t.Logf("the finalizer policy applied from probe %d on", probes)
+	shell := testutil.NewTask(ns, "shell", testutil.Shell(`echo "run by the Helm release"`))
+	create(t, shell)
+	if !slices.Contains(shell.Finalizers, v1alpha1.Finalizer) {
+		t.Errorf("Task shell was created with finalizers %v: the chart's policy did not add %s", shell.Finalizers, v1alpha1.Finalizer)
+	}
 	create(t, testutil.NewTask(ns, "http", testutil.HTTP(srv.url+"/deploy?task=http")))
 	kubectlWait(t, ns, "condition=Ready", "task/shell", 90*time.Second)
 	kubectlWait(t, ns, "condition=Ready", "task/http", 90*time.Second)
@@ -127,6 +148,10 @@ func TestTheHelmChartInstallsRunsTasksAndUninstallsKeepingTheCRDs(t *testing.T) 
 		if err := env.c.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{}); !apierrors.IsNotFound(err) {
 			t.Errorf("after helm uninstall, ClusterRole %s: %v (want NotFound)", name, err)
 		}
+	}
+	// A Task created now gets no finalizer that no operator would remove.
+	if err := env.c.Get(ctx, client.ObjectKey{Name: "task-operator-finalizer"}, &admissionregistrationv1.MutatingAdmissionPolicy{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after helm uninstall, MutatingAdmissionPolicy task-operator-finalizer: %v (want NotFound)", err)
 	}
 	for _, crd := range crds {
 		if out, err := env.runKubectl(ctx, "get", "crd", crd, "-o", "name"); err != nil {
