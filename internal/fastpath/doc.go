@@ -15,11 +15,13 @@
 //     SeenJobs): the Jobs this process created, until the cache shows
 //     them. A pass that runs before the cache caught up would otherwise
 //     create the Job again and be refused (AlreadyExists): two requests.
-//   - own status writes (writes.go; RememberWrite, Latest, Peek): each
-//     Task as this process's last status write left it. A pass that
-//     starts from a stale cache would otherwise compute from old data and
-//     be refused (409 Conflict) and requeued; the queue controller peeks,
-//     so a Task just put in line counts at once.
+//   - own status writes (writes.go; RememberWrite, Latest, Peek,
+//     WaitingIn, CacheShows): each Task as this process's last status
+//     write left it, until the cache shows that write. A pass that starts
+//     from a stale cache would otherwise compute from old data and be
+//     refused (409 Conflict) and requeued; the queue controller peeks and
+//     adds the Tasks this process just put in line (WaitingIn) to what its
+//     index shows, so they count at once.
 //   - queue records (records.go; RememberRecord, Admitted): each queue's
 //     admission record as last written, so the Task pass woken right
 //     after an admission sees it before the cache does.
@@ -33,6 +35,10 @@
 //     finished Jobs, then the other Job events; and a pass that created
 //     Jobs leaves its status write to the pass their events bring
 //     (plan.RecordLater). Without shortcuts the queue is a plain FIFO.
+//   - the record of a start (shortcuts.go; RecordStartDelay): a write that
+//     would only say attempts just started waits up to RecordStartDelay
+//     for their end (plan.RecordStartAt), so a short run costs one status
+//     write instead of two; a longer one shows Running after the delay.
 //   - the trimmed Job cache (internal/reconciler/cache.go): only the fields
 //     the operator reads (memory, not requests).
 //

@@ -27,7 +27,15 @@ type Shortcuts struct {
 	// changed; admittedWake the Tasks whose attempt a queue just admitted.
 	queueWake    chan event.TypedGenericEvent[*v1alpha1.TaskQueue]
 	admittedWake chan event.TypedGenericEvent[*v1alpha1.Task]
+	// recordStartDelay: see RecordStartDelay.
+	recordStartDelay time.Duration
 }
+
+// RecordStartDelay is how long the status write that would only record
+// attempts that just started waits for their end (plan.RecordStartAt): a
+// run shorter than that costs one status write instead of two, and a
+// running Task shows Running at most this plus a second after its Job.
+const RecordStartDelay = 2 * time.Second
 
 // wakeBuffer bounds the wake-ups in flight between the controllers; when
 // it is full the cache's watch events still wake the other side, only
@@ -40,9 +48,30 @@ func New(on bool) *Shortcuts {
 		return nil
 	}
 	return &Shortcuts{
-		queueWake:    make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], wakeBuffer),
-		admittedWake: make(chan event.TypedGenericEvent[*v1alpha1.Task], wakeBuffer),
+		queueWake:        make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], wakeBuffer),
+		admittedWake:     make(chan event.TypedGenericEvent[*v1alpha1.Task], wakeBuffer),
+		recordStartDelay: RecordStartDelay,
 	}
+}
+
+// WithRecordStartDelay sets how long the record of a just-started attempt
+// waits (0: not at all) and returns s. The envtest suites turn it off:
+// their clock stands still unless a test moves it, and this wait ends only
+// when time passes.
+func (s *Shortcuts) WithRecordStartDelay(d time.Duration) *Shortcuts {
+	if s != nil {
+		s.recordStartDelay = d
+	}
+	return s
+}
+
+// RecordStartDelay is how long the record of a just-started attempt waits;
+// 0 with the shortcuts off.
+func (s *Shortcuts) RecordStartDelay() time.Duration {
+	if s == nil {
+		return 0
+	}
+	return s.recordStartDelay
 }
 
 // On reports whether the shortcuts are taken.

@@ -301,23 +301,6 @@ type PolicyCheck struct {
 // namespace opting in (or Kueue being installed) is not watched.
 const PolicyRecheck = 5 * time.Minute
 
-// RecordLater reports whether the status write (and the events compared
-// from it) can wait for the next pass, given how many Jobs the pass
-// created (not found existing). A pass that created Jobs is followed by the
-// pass their create events bring, which records them from the same Jobs;
-// meanwhile the next Task's Job is created first. In a burst or a cron
-// slot of many Tasks every Job exists sooner, and a Job that finished by
-// then costs one status write instead of two. It is safe for the same
-// reason a status write lost in a crash is: the Job names make a second Job
-// for one attempt impossible, and the Jobs carry everything this pass
-// decided - except two things only this pass knows, so those are written
-// now: attempts whose Job was deleted, and cron slots missed in downtime.
-func (p *Plan) RecordLater(created int) bool {
-	missed := p.Schedule.Slots != nil && p.Schedule.Slots.Missed > 0
-	queueOnly := len(p.QueuedMissed) > 0 || len(p.Dropped) > 0 // only the status records them
-	return created > 0 && p.DeletedJobs == 0 && !missed && !queueOnly && !p.Expire
-}
-
 // validate reports what the API server's schema could not refuse, and
 // parses the schedule. A Job create the API server refused for this
 // generation is not retried until the spec changes.

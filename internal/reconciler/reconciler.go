@@ -160,6 +160,14 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	// the status once.
 	var due []notify.Order
 	task.Status, due = p.decideStatus()
+	// 5. (shortcut) A write that would only record attempts that just
+	// started waits for their end or for the shortcuts' RecordStartDelay: a
+	// short run then costs one status write, not two (plan/record.go).
+	if at := p.recordStartAt(actErr, due); !at.IsZero() {
+		res := requeueAt(earliest(at, p.plan.Wake), p.now)
+		res.Priority = ptr.To(fastpath.RecordPriority) // as for RecordLater above
+		return res, nil
+	}
 	// 5a. Paused past the lease during this pass: the status patch would
 	// be refused anyway if stale (optimistic locking); do not send it.
 	if !r.leaseHeld() {
@@ -201,6 +209,28 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return r.expire(ctx, task)
 	}
 	return requeueAt(p.plan.Wake, p.now), nil
+}
+
+// recordStartAt is when this pass's status write should be made instead
+// of now (zero: now): with the shortcuts on, when the status changed only
+// because attempts just started (plan.RecordStartAt) and the pass has
+// nothing else to say: no error, no notification, no problem with the
+// spec or a Job, nothing only the status records.
+func (p *pass) recordStartAt(actErr error, due []notify.Order) time.Time {
+	delay := p.r.Shortcuts.RecordStartDelay()
+	if delay == 0 || actErr != nil || len(due) > 0 || p.created > 0 || p.problem() != nil || p.jobRefused != nil ||
+		!p.plan.JobsSayItAll() || equality.Semantic.DeepEqual(*p.old, p.task.Status) {
+		return time.Time{}
+	}
+	return plan.RecordStartAt(p.runs, p.now, delay)
+}
+
+// earliest is the earlier of two wake-up times, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // writeStatus patches the status when it changed, with optimistic locking:

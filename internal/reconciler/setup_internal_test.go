@@ -27,7 +27,7 @@ func TestOnlyJobUpdatesThatChangeWhatAPassReadsBringOne(t *testing.T) {
 		"a condition no pass reads": {func(j *batchv1.Job) {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue}}
 		}, false},
-		"a foreign annotation": {func(j *batchv1.Job) { j.Annotations = map[string]string{"example.com/x": "y"} }, false},
+		"a foreign annotation":         {func(j *batchv1.Job) { j.Annotations = map[string]string{"example.com/x": "y"} }, false},
 		"the pod counted as succeeded": {func(j *batchv1.Job) { j.Status.Active, j.Status.Succeeded = 0, 1 }, true},
 		"the Job completes": {func(j *batchv1.Job) {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}

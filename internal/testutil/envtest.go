@@ -109,8 +109,13 @@ func StartAPIServer() (*rest.Config, client.Client, func(), error) {
 func ShortcutsOff() bool { return os.Getenv("TASK_OPERATOR_FAST_PATH") == "false" }
 
 // Shortcuts are the speed shortcuts of one operator under test: new ones,
-// or nil (off) when ShortcutsOff.
-func Shortcuts() *fastpath.Shortcuts { return fastpath.New(!ShortcutsOff()) }
+// or nil (off) when ShortcutsOff. The record of a just-started attempt
+// does not wait (fastpath.RecordStartDelay): the envtest clock stands
+// still unless a test moves it, and that wait ends only as time passes;
+// the tests of that wait set it themselves.
+func Shortcuts() *fastpath.Shortcuts {
+	return fastpath.New(!ShortcutsOff()).WithRecordStartDelay(0)
+}
 
 // SkipWithoutShortcuts skips a test of a speed shortcut itself when the
 // shortcuts are off.
