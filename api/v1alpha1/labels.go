@@ -52,9 +52,10 @@ const (
 	// AnnotationCancel stops every unfinished run for each new value a user
 	// sets (result Cancelled, no retry).
 	AnnotationCancel = "batch.taskops.io/cancel"
-	// AnnotationCancelToken records on a Job the operator stopped for a
-	// cancel the hash of that cancel token, so a consumed token stays
-	// consumed even if the status write of that pass is lost.
+	// AnnotationCancelToken records on a Job the hash of a cancel token it
+	// has seen: the one the operator stopped it for, or the one the Task
+	// carried when the Job was made. Either way that token never stops it
+	// again, even if the status write that recorded the token was lost.
 	AnnotationCancelToken = "batch.taskops.io/cancel-token"
 
 	// AnnotationStopReason and AnnotationStopTime record why and when the

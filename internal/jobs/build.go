@@ -16,6 +16,7 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/params"
 	"github.com/taskops/task-operator/internal/results"
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // Options are the operator-wide defaults a Job is built with; they come from
@@ -116,13 +117,19 @@ func jobLabels(task *v1alpha1.Task, runID string, attempt int32) map[string]stri
 }
 
 // jobAnnotations record what the Job was made from, for the run history:
-// the Task generation and, for a scheduled run, its slot.
+// the Task generation and, for a scheduled run, its slot; and the cancel
+// token the Task carries as the Job is made, which predates the Job and so
+// never stops it (plan/cancel.go), whether or not a status recorded it by
+// then.
 func jobAnnotations(task *v1alpha1.Task, scheduled *time.Time) map[string]string {
 	a := map[string]string{
 		v1alpha1.AnnotationGeneration: strconv.FormatInt(task.Generation, 10),
 	}
 	if scheduled != nil {
 		a[v1alpha1.AnnotationScheduledTime] = scheduled.UTC().Format(time.RFC3339)
+	}
+	if token := task.Annotations[v1alpha1.AnnotationCancel]; token != "" {
+		a[v1alpha1.AnnotationCancelToken] = runs.TokenHash(token)
 	}
 	return a
 }

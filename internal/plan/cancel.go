@@ -11,9 +11,12 @@ const cancelMessage = "a new batch.taskops.io/cancel token"
 
 // cancelToken reads the cancel annotation: the hash of a token the status
 // has not consumed yet ("" when there is none), and whether it cancels. A
-// token on the operator's very first pass (no status yet: present at
-// creation, or a status wiped since) is only recorded, as is one a Job
-// already records as consumed (a pass whose status write was lost).
+// token found while the status was never written and no Job exists
+// (present at creation) is only recorded, as is one a Job records as seen:
+// it stopped that Job (a pass whose status write was lost), or the Task
+// carried it when the Job was made (jobs.Build), so it predates the Job.
+// Otherwise a token cancels, also before the first status write: the user
+// set it after the Task's Jobs were made.
 func cancelToken(task *v1alpha1.Task, rs []runs.Run) (hash string, cancels bool) {
 	token := task.Annotations[v1alpha1.AnnotationCancel]
 	if token == "" {
@@ -23,7 +26,7 @@ func cancelToken(task *v1alpha1.Task, rs []runs.Run) (hash string, cancels bool)
 	if hash == task.Status.LastCancelToken {
 		return "", false
 	}
-	if task.Status.ObservedGeneration == 0 {
+	if task.Status.ObservedGeneration == 0 && len(rs) == 0 {
 		return hash, false
 	}
 	for _, r := range rs {

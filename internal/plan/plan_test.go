@@ -365,6 +365,20 @@ func TestACancelTokenStopsEveryUnfinishedRun(t *testing.T) {
 			want: plan.Plan{Start: []plan.Start{{RunID: runs.OneShot, Attempt: 1}}, CancelToken: runs.TokenHash("c1")},
 		},
 		{
+			name: "a token a Job was made under (present at creation, the status write lost) is only recorded",
+			in: plan.Input{Task: task(testutil.Annotation(cancel, "c1")), Runs: []runs.Run{func() runs.Run {
+				r := testutil.MakeRun("0").Started(ago(time.Minute)).Obj()
+				r.Attempts[0].CancelToken = runs.TokenHash("c1")
+				return r
+			}()}},
+			want: plan.Plan{CancelToken: runs.TokenHash("c1")},
+		},
+		{
+			name: "a token set after the first Job, before the first status write, stops it",
+			in:   plan.Input{Task: task(testutil.Annotation(cancel, "c1")), Runs: []runs.Run{running}},
+			want: plan.Plan{Stop: []plan.Stop{stop("0")}, CancelToken: runs.TokenHash("c1")},
+		},
+		{
 			name: "a token a stopped Job records (a lost status write) is only recorded",
 			in: plan.Input{Task: task(testutil.Annotation(cancel, "c1"), testutil.Status(seen)), Runs: []runs.Run{func() runs.Run {
 				r := testutil.MakeRun("0").Stopped(ago(time.Minute), ago(time.Second), v1alpha1.AttemptCancelled, "x").Obj()

@@ -27,7 +27,9 @@ func (p *Plan) RecordLater(created int) bool {
 // JobsSayItAll reports whether the Jobs carry everything the plan decided,
 // so that a status write can wait: not when Jobs were deleted, cron slots
 // were missed in downtime, queued runs were dropped or missed (only the
-// status records those), or the Task expires.
+// status records those), or the Task expires. Consumed tokens are on the
+// Jobs: a new Job records the run-now token consumed and the cancel token
+// the Task carries (jobs.Build), a stopped one the cancel that stopped it.
 func (p *Plan) JobsSayItAll() bool {
 	missed := p.Schedule.Slots != nil && p.Schedule.Slots.Missed > 0
 	queueOnly := len(p.QueuedMissed) > 0 || len(p.Dropped) > 0

@@ -22,6 +22,10 @@ import (
 func TestARunShorterThanTheRecordDelayIsWrittenOnceAndALongerOneShowsRunningAfterIt(t *testing.T) {
 	testutil.SkipWithoutShortcuts(t)
 	t.Cleanup(func() { fakeClock.SetTime(time.Now()) })
+	// Until a test step moves it, the clock is a little after each Job's
+	// creation (which the API server stamps in whole seconds), so that the
+	// passes that create the Jobs are within the delay too.
+	fakeClock.SetTime(time.Now().Add(1500 * time.Millisecond))
 	ns := newNamespace(t)
 	rec := manualReconciler(nil)
 	rec.Shortcuts = testutil.Shortcuts().WithRecordStartDelay(fastpath.RecordStartDelay)
@@ -84,6 +88,7 @@ func TestARunShorterThanTheRecordDelayIsWrittenOnceAndALongerOneShowsRunningAfte
 		return got.Status.Phase == v1alpha1.PhaseSucceeded, statusSummary(got)
 	})
 
+	fakeClock.SetTime(time.Now().Add(1500 * time.Millisecond))
 	long, job := start("long")
 	fakeClock.SetTime(job.CreationTimestamp.Add(fastpath.RecordStartDelay + time.Second))
 	eventually(t, "long Running once the delay passed", func() (bool, string) {
