@@ -66,11 +66,19 @@ func actorOf(e *auditEvent) actor {
 
 var auditWriteVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 
-// conflictPrefix marks, in auditCounts, the writes refused with 409 Conflict.
-const conflictPrefix = "409:"
+// auditReadVerbs are the reads the audit policy logs (watches are not:
+// an informer opens one per resource and keeps it).
+var auditReadVerbs = map[string]bool{"get": true, "list": true}
+
+// conflictPrefix marks, in auditCounts, the writes refused with 409
+// Conflict; readPrefix the reads.
+const (
+	conflictPrefix = "409:"
+	readPrefix     = "read:"
+)
 
 // auditCounts counts write requests received in [from, to) by actor and
-// resource key (see resKey).
+// resource key (see resKey), and the reads under readPrefix.
 type auditCounts map[actor]map[string]float64
 
 func countAudit(r io.Reader, from, to time.Time) (auditCounts, error) {
@@ -85,7 +93,8 @@ func countAudit(r io.Reader, from, to time.Time) (auditCounts, error) {
 		if e.Stage != "ResponseComplete" && e.Stage != "Panic" {
 			continue
 		}
-		if !auditWriteVerbs[e.Verb] || e.ObjectRef == nil {
+		read := auditReadVerbs[e.Verb]
+		if (!auditWriteVerbs[e.Verb] && !read) || e.ObjectRef == nil {
 			continue
 		}
 		if e.RequestReceived.Before(from) || !e.RequestReceived.Before(to) {
@@ -96,6 +105,10 @@ func countAudit(r io.Reader, from, to time.Time) (auditCounts, error) {
 			out[a] = map[string]float64{}
 		}
 		k := resKey(e.ObjectRef.Resource, e.ObjectRef.Subresource)
+		if read {
+			out[a][readPrefix+k]++
+			continue
+		}
 		out[a][k]++
 		if e.ResponseStatus != nil && e.ResponseStatus.Code == 409 {
 			out[a][conflictPrefix+k]++

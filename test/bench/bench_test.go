@@ -151,7 +151,7 @@ func TestCountAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"jobs": 1, "tasks/status": 2, "events": 1, "leases": 1, conflictPrefix + "tasks/status": 1}
+	want := map[string]float64{"jobs": 1, "tasks/status": 2, "events": 1, "leases": 1, conflictPrefix + "tasks/status": 1, readPrefix + "jobs": 1}
 	if len(c[actorOperator]) != len(want) {
 		t.Errorf("operator counts = %v, want %v", c[actorOperator], want)
 	}
@@ -167,7 +167,7 @@ func TestCountAudit(t *testing.T) {
 
 // TestAuditPolicyOnAPIServer runs a real kube-apiserver with
 // hack/bench-audit-policy.yaml and checks that the log it writes is what
-// countAudit reads: writes attributed by user agent, reads not logged. It
+// countAudit reads: writes and reads attributed by user agent. It
 // needs KUBEBUILDER_ASSETS (make test sets it).
 func TestAuditPolicyOnAPIServer(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
@@ -223,7 +223,7 @@ func TestAuditPolicyOnAPIServer(t *testing.T) {
 	var counts auditCounts
 	err = poll(ctx, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
 		counts, err = countAuditFile(logPath, from, time.Now().Add(time.Second))
-		return err == nil && counts[actorOperator]["jobs"] == 3, nil
+		return err == nil && counts[actorOperator]["jobs"] == 3 && counts[actorOperator][readPrefix+"jobs"] == 1, nil
 	})
 	if err != nil {
 		t.Fatalf("operator writes in the audit log: %v (counts %v)", err, counts)

@@ -22,13 +22,25 @@ import (
 // fast as the API server takes them. start is just before the first request
 // was sent, end just after the last response arrived.
 func createAll(ctx context.Context, c client.Client, n, workers int, mk func(i int) client.Object) (start, end time.Time, err error) {
+	start = time.Now()
+	err = forAll(ctx, n, workers, func(i int) error {
+		if err := c.Create(ctx, mk(i)); err != nil {
+			return fmt.Errorf("creating object %d: %w", i, err)
+		}
+		return nil
+	})
+	return start, time.Now(), err
+}
+
+// forAll calls do(i) for i in [0, n) from workers goroutines and returns
+// the first error (after which the workers stop).
+func forAll(ctx context.Context, n, workers int, do func(i int) error) error {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
 		firstErr error
 		errOnce  sync.Once
 	)
-	start = time.Now()
 	for range min(workers, n) {
 		wg.Go(func() {
 			for {
@@ -36,15 +48,15 @@ func createAll(ctx context.Context, c client.Client, n, workers int, mk func(i i
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				if err := c.Create(ctx, mk(i)); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("creating object %d: %w", i, err) })
+				if err := do(i); err != nil {
+					errOnce.Do(func() { firstErr = err })
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return start, time.Now(), firstErr
+	return firstErr
 }
 
 // benchJobOptions are the images the Jobs run; nothing pulls them here (kwok

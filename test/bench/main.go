@@ -51,7 +51,10 @@ type options struct {
 	// finalizerPolicy: the clusters get config/samples/policies/add-finalizer.yaml,
 	// as the Helm chart installs it on Kubernetes 1.36+.
 	finalizerPolicy bool
-	cronRuns        map[string]bool
+	// oracleNamespace, oracleKubeconfig: set when this process is the
+	// oracle (oracle.go), started by the benchmark itself.
+	oracleNamespace, oracleKubeconfig string
+	cronRuns                          map[string]bool
 
 	root, managerBin string
 	serverVersion    string
@@ -124,6 +127,8 @@ func parseOptions() (*options, error) {
 	var opArgs, cronRuns string
 	flag.StringVar(&cronRuns, "cron-runs", "operator-equal,cronjob,operator-default", "which cron runs to make (a subset, for experiments)")
 	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "install the MutatingAdmissionPolicy that adds the operator's finalizer at creation (config/samples/policies/add-finalizer.yaml; the Helm chart's default on Kubernetes 1.36+); false: the operator patches each new Task for it, as with install.yaml alone")
+	flag.StringVar(&o.oracleNamespace, "oracle-namespace", "", "internal: run as the oracle of a burst in this namespace (the benchmark starts it)")
+	flag.StringVar(&o.oracleKubeconfig, "oracle-kubeconfig", "", "internal: the oracle's kubeconfig")
 	flag.StringVar(&opArgs, "operator-args", "", "extra manager flags for every operator run, space separated (experiments, e.g. --max-concurrent-reconciles=16)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file (default WORK_DIR/results.txt)")
 	flag.Parse()
@@ -200,6 +205,13 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
+	}
+	if o.oracleNamespace != "" { // this process is the oracle (oracle.go)
+		if err := oracleMain(o.oracleKubeconfig, o.oracleNamespace, o.n, o.workers); err != nil {
+			fmt.Fprintln(os.Stderr, "oracle:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -46,6 +47,32 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 	o.logf("B0: %d Jobs in %.2f s (%.0f Jobs/s)", o.n, b0.t0, float64(o.n)/b0.t0)
 	b0From, b0To := start, end
 	if tasks {
+		// T1: the same Jobs without spec.managedBy, so the Job controller,
+		// the scheduler and kwok act on them as on the operator's; in a
+		// namespace of their own, cleaned (pods gone) before going on.
+		const t1ns = "bench-t1"
+		if err := cl.ensureNamespace(ctx, t1ns); err != nil {
+			return b0, err
+		}
+		t1owner := oneShotTask(t1ns, "t1-owner")
+		if err := cl.c.Create(ctx, t1owner); err != nil {
+			return b0, err
+		}
+		start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+			j := b0Job(t1owner, i)
+			j.Spec.ManagedBy = nil
+			return j
+		})
+		if err != nil {
+			return b0, err
+		}
+		b0.t1 = end.Sub(start).Seconds()
+		o.logf("T1: %d Jobs the Job controller acts on in %.2f s (%.2f x T0)", o.n, b0.t1, b0.t1/b0.t0)
+		if err := cleanNamespace(ctx, o, cl, t1ns); err != nil {
+			return b0, fmt.Errorf("cleaning up after T1: %w", err)
+		}
+	}
+	if tasks {
 		start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 			return oneShotTask(ns, fmt.Sprintf("b0-%05d", i))
 		})
@@ -57,10 +84,20 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 	}
 
 	// Clean up, so the session's operator starts on an empty cluster. No
-	// operator has seen these Tasks, so they carry no finalizer.
+	// operator has seen these Tasks; with the finalizer policy they carry
+	// the finalizer all the same, which no operator would remove.
 	if err := cl.c.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return b0, err
 	}
+	if tasks && o.finalizerPolicy {
+		noFinalizers := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+		if err := forAll(ctx, o.n, o.workers, func(i int) error {
+			return client.IgnoreNotFound(cl.c.Patch(ctx, oneShotTask(ns, fmt.Sprintf("b0-%05d", i)), noFinalizers))
+		}); err != nil {
+			return b0, err
+		}
+	}
+	_ = cl.c.Patch(ctx, owner, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	if err := cl.c.DeleteAllOf(ctx, &v1alpha1.Task{}, client.InNamespace(ns)); err != nil {
 		return b0, err
 	}
@@ -85,6 +122,8 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 // b0Result is one run of B0.
 type b0Result struct {
 	t0, tTasks float64
+	// t1: N Jobs of the same shape that the Job controller acts on.
+	t1 float64
 	// cost is what the API server spent on B0's creates (audit log).
 	cost createCost
 }
@@ -95,6 +134,8 @@ type b0Result struct {
 
 type burstResult struct {
 	t0          float64 // this session's B0
+	t1          float64 // this session's T1 (Jobs the Job controller acts on)
+	oracle      float64 // this session's oracle burst: first Task to N-th Job (s)
 	tTasks      float64 // this session's N Tasks created with no operator running
 	create      float64 // s to create the N Tasks
 	firstToNth  float64 // s from the first Task create to the N-th Job
@@ -124,10 +165,15 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	defer cl.down(ctx, o)
 	b = &burstResult{}
 	b0, err := runB0(ctx, o, cl, true)
-	b.t0, b.tTasks = b0.t0, b0.tTasks
+	b.t0, b.tTasks, b.t1 = b0.t0, b0.tTasks, b0.t1
 	if err != nil {
 		return nil, nil, fmt.Errorf("B0: %w", err)
 	}
+	ob, err := runOracleBurst(ctx, o, cl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("oracle burst: %w", err)
+	}
+	b.oracle = ob.firstToNth
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, nil, err
 	}
@@ -201,9 +247,18 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	}
 	sort.Slice(nth, func(i, k int) bool { return nth[i].Before(nth[k]) })
 	b.firstToNth = nth[n-1].Sub(start).Seconds()
+	// As for the oracle: the N-th create's response, from the audit log
+	// (the watch above sees a Job a little later).
+	if cl.audit != "" {
+		if at, ok, err := nthCreateDone(cl.audit, benchNamespace, operatorUserAgentPrefix, start, n); err != nil {
+			return nil, nil, err
+		} else if ok {
+			b.firstToNth = at.Sub(start).Seconds()
+		}
+	}
 	b.jobs = len(jobs)
-	o.logf("burst: %d Tasks created in %.2f s; %d-th Job after %.2f s (%.2f x T0); Task->Job p50 %.3f s p99 %.3f s; Job finished->Ready p50 %.3f s p99 %.3f s; writes/Task %.2f (%s) + events %.2f; operator CPU %.1f s",
-		n, b.create, n, b.firstToNth, b.firstToNth/b.t0, percentile(b.taskToJob, 50), percentile(b.taskToJob, 99),
+	o.logf("burst: %d Tasks created in %.2f s; %d-th Job after %.2f s (%.2f x T0, %.2f x oracle); Task->Job p50 %.3f s p99 %.3f s; Job finished->Ready p50 %.3f s p99 %.3f s; writes/Task %.2f (%s) + events %.2f; operator CPU %.1f s",
+		n, b.create, n, b.firstToNth, b.firstToNth/b.t0, b.firstToNth/b.oracle, percentile(b.taskToJob, 50), percentile(b.taskToJob, 99),
 		percentile(b.finishReady, 50), percentile(b.finishReady, 99), b.writes.total()/float64(n), b.writes.breakdown(float64(n)), b.writes.events/float64(n), b.cpuSeconds)
 
 	if !withIdle {

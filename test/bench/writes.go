@@ -47,6 +47,21 @@ type writeCount struct {
 	conflicts float64
 	// reconciles is the operator's controller_runtime_reconcile_total diff.
 	reconciles float64
+	// reads are its get and list requests by resource key (audit log
+	// only: nil in metrics mode).
+	reads map[string]float64
+}
+
+// readTotal is the reads of all resources; NaN when not counted.
+func (w writeCount) readTotal() float64 {
+	if w.reads == nil {
+		return math.NaN()
+	}
+	var t float64
+	for _, v := range w.reads {
+		t += v
+	}
+	return t
 }
 
 func (w writeCount) total() float64 {
@@ -58,15 +73,18 @@ func (w writeCount) total() float64 {
 }
 
 // breakdown prints the core writes by resource: "jobs 1000, tasks 1000, tasks/status 2000".
-func (w writeCount) breakdown(per float64) string {
-	keys := make([]string, 0, len(w.core))
-	for k := range w.core {
+func (w writeCount) breakdown(per float64) string { return breakdown(w.core, per) }
+
+// breakdown prints counts by resource, each divided by per.
+func breakdown(counts map[string]float64, per float64) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %s", k, fmtNum(w.core[k]/per)))
+		parts = append(parts, fmt.Sprintf("%s %s", k, fmtNum(counts[k]/per)))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -91,8 +109,11 @@ func auditWrites(cl *cluster, who actor, before, after writeSnap, w writeCount) 
 		return w, err
 	}
 	w.method = "audit log"
+	w.reads = map[string]float64{}
 	for k, v := range counts[who] {
 		switch {
+		case strings.HasPrefix(k, readPrefix):
+			w.reads[strings.TrimPrefix(k, readPrefix)] += v
 		case strings.HasPrefix(k, conflictPrefix):
 			if !isEventsOrLeases(strings.TrimPrefix(k, conflictPrefix)) {
 				w.conflicts += v
