@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -226,7 +225,7 @@ func (c *cluster) waitFinalizerPolicy(ctx context.Context) error {
 		return slices.Contains(t.Finalizers, v1alpha1.Finalizer), nil
 	})
 	for _, t := range probes { // no operator runs yet to remove it
-		_ = c.c.Patch(ctx, t, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		_ = c.c.Patch(ctx, t, noFinalizers)
 	}
 	_ = c.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if err != nil {

@@ -148,13 +148,12 @@ func runOracleBurst(ctx context.Context, o *options, cl *cluster) (oracleResult,
 
 // cleanNamespace deletes a namespace's Tasks (the finalizer policy gave
 // them a finalizer no operator removes here) and Jobs, and waits until
-// their pods are gone.
+// they and their pods are gone.
 func cleanNamespace(ctx context.Context, o *options, cl *cluster, ns string) error {
 	var tl v1alpha1.TaskList
 	if err := cl.c.List(ctx, &tl, client.InNamespace(ns)); err != nil {
 		return err
 	}
-	noFinalizers := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 	if err := forAll(ctx, len(tl.Items), o.workers, func(i int) error {
 		if len(tl.Items[i].Finalizers) == 0 {
 			return nil
@@ -169,15 +168,23 @@ func cleanNamespace(ctx context.Context, o *options, cl *cluster, ns string) err
 	if err := cl.c.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return err
 	}
-	return poll(ctx, 5*time.Minute, time.Second, func() (bool, error) {
+	return poll(ctx, 5*time.Minute, 500*time.Millisecond, func() (bool, error) {
 		pods, err := cl.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return false, err
 		}
 		jl, err := cl.cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil && len(pods.Items) == 0 && len(jl.Items) == 0, err
+		if err != nil {
+			return false, err
+		}
+		var tl v1alpha1.TaskList
+		err = cl.c.List(ctx, &tl, client.InNamespace(ns), client.Limit(1))
+		return err == nil && len(pods.Items) == 0 && len(jl.Items) == 0 && len(tl.Items) == 0, err
 	})
 }
+
+// noFinalizers is a merge patch that removes every finalizer.
+var noFinalizers = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
 
 // nthCreateDone is when the API server answered the n-th Job create in
 // namespace ns received from start on by a user agent starting with agent

@@ -10,12 +10,7 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
 const benchNamespace = "bench"
@@ -83,35 +78,10 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 		o.logf("B0: %d Tasks in %.2f s (%.0f Tasks/s)", o.n, b0.tTasks, float64(o.n)/b0.tTasks)
 	}
 
-	// Clean up, so the session's operator starts on an empty cluster. No
-	// operator has seen these Tasks; with the finalizer policy they carry
-	// the finalizer all the same, which no operator would remove.
-	if err := cl.c.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return b0, err
-	}
-	if tasks && o.finalizerPolicy {
-		noFinalizers := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-		if err := forAll(ctx, o.n, o.workers, func(i int) error {
-			return client.IgnoreNotFound(cl.c.Patch(ctx, oneShotTask(ns, fmt.Sprintf("b0-%05d", i)), noFinalizers))
-		}); err != nil {
-			return b0, err
-		}
-	}
-	_ = cl.c.Patch(ctx, owner, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
-	if err := cl.c.DeleteAllOf(ctx, &v1alpha1.Task{}, client.InNamespace(ns)); err != nil {
-		return b0, err
-	}
-	err = poll(ctx, 5*time.Minute, 500*time.Millisecond, func() (bool, error) {
-		var jl batchv1.JobList
-		if err := cl.c.List(ctx, &jl, client.InNamespace(ns), client.Limit(1)); err != nil {
-			return false, err
-		}
-		var tl v1alpha1.TaskList
-		if err := cl.c.List(ctx, &tl, client.InNamespace(ns), client.Limit(1)); err != nil {
-			return false, err
-		}
-		return len(jl.Items) == 0 && len(tl.Items) == 0, nil
-	})
+	// Clean up, so the session's operator starts on an empty cluster (no
+	// operator has seen these Tasks, but the finalizer policy gave them the
+	// finalizer: cleanNamespace removes it first).
+	err = cleanNamespace(ctx, o, cl, ns)
 	if err == nil {
 		// Read after the cleanup, when the log surely holds the creates.
 		b0.cost, err = jobCreateCost(cl.audit, ns, b0From, b0To)
