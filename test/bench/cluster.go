@@ -216,10 +216,11 @@ func (c *cluster) waitFinalizerPolicy(ctx context.Context) error {
 		return err
 	}
 	var probes []*v1alpha1.Task
+	var last error
 	err := poll(ctx, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
 		t := testutil.NewTask(ns, fmt.Sprintf("probe-%d", len(probes)), testutil.Shell("true"))
-		if err := c.c.Create(ctx, t); err != nil {
-			return false, err
+		if last = c.c.Create(ctx, t); last != nil {
+			return false, ctx.Err() // the CRD may not be served yet: try again
 		}
 		probes = append(probes, t)
 		return slices.Contains(t.Finalizers, v1alpha1.Finalizer), nil
@@ -229,7 +230,7 @@ func (c *cluster) waitFinalizerPolicy(ctx context.Context) error {
 	}
 	_ = c.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 	if err != nil {
-		return fmt.Errorf("the finalizer policy did not apply within 30 s: %w", err)
+		return fmt.Errorf("the finalizer policy did not apply within 30 s: %w (last create: %v)", err, last)
 	}
 	return nil
 }
