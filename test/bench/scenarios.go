@@ -21,10 +21,10 @@ const benchNamespace = "bench"
 
 // runB0 creates N Jobs of the operator's shape from o.workers goroutines with
 // no client-side limit and returns T0, then deletes them again. With tasks,
-// it then does the same with N one-shot Tasks (no operator runs yet, so they
-// stay untouched) and returns their creation time too: the part of a burst
-// that is the API server's work on Tasks alone. It runs before the
-// session's operator starts.
+// it then measures T1 (runT1) and does the same with N one-shot Tasks (no
+// operator runs yet, so they stay untouched) and returns their creation
+// time too: the part of a burst that is the API server's work on Tasks
+// alone. It runs before the session's operator starts.
 func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Result, err error) {
 	const ns = "bench-b0"
 	if err := cl.ensureNamespace(ctx, ns); err != nil {
@@ -42,32 +42,10 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 	o.logf("B0: %d Jobs in %.2f s (%.0f Jobs/s)", o.n, b0.t0, float64(o.n)/b0.t0)
 	b0From, b0To := start, end
 	if tasks {
-		// T1: the same Jobs without spec.managedBy, so the Job controller,
-		// the scheduler and kwok act on them as on the operator's; in a
-		// namespace of their own, cleaned (pods gone) before going on.
-		const t1ns = "bench-t1"
-		if err := cl.ensureNamespace(ctx, t1ns); err != nil {
+		if b0.t1, err = runT1(ctx, o, cl); err != nil {
 			return b0, err
 		}
-		t1owner := oneShotTask(t1ns, "t1-owner")
-		if err := cl.c.Create(ctx, t1owner); err != nil {
-			return b0, err
-		}
-		start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
-			j := b0Job(t1owner, i)
-			j.Spec.ManagedBy = nil
-			return j
-		})
-		if err != nil {
-			return b0, err
-		}
-		b0.t1 = end.Sub(start).Seconds()
 		o.logf("T1: %d Jobs the Job controller acts on in %.2f s (%.2f x T0)", o.n, b0.t1, b0.t1/b0.t0)
-		if err := cleanNamespace(ctx, o, cl, t1ns); err != nil {
-			return b0, fmt.Errorf("cleaning up after T1: %w", err)
-		}
-	}
-	if tasks {
 		start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 			return oneShotTask(ns, fmt.Sprintf("b0-%05d", i))
 		})
@@ -87,6 +65,33 @@ func runB0(ctx context.Context, o *options, cl *cluster, tasks bool) (b0 b0Resul
 		b0.cost, err = jobCreateCost(cl.audit, ns, b0From, b0To)
 	}
 	return b0, err
+}
+
+// runT1 creates B0's Jobs again without spec.managedBy, so the Job
+// controller, the scheduler and kwok act on them as on the operator's, in
+// a namespace of their own, and returns how long the creates took once
+// they and their pods are gone again.
+func runT1(ctx context.Context, o *options, cl *cluster) (float64, error) {
+	const ns = "bench-t1"
+	if err := cl.ensureNamespace(ctx, ns); err != nil {
+		return 0, err
+	}
+	owner := oneShotTask(ns, "t1-owner")
+	if err := cl.c.Create(ctx, owner); err != nil {
+		return 0, err
+	}
+	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		j := b0Job(owner, i)
+		j.Spec.ManagedBy = nil
+		return j
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := cleanNamespace(ctx, o, cl, ns); err != nil {
+		return 0, fmt.Errorf("cleaning up after T1: %w", err)
+	}
+	return end.Sub(start).Seconds(), nil
 }
 
 // b0Result is one run of B0.
