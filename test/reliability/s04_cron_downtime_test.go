@@ -72,20 +72,34 @@ func cronDowntime(t *testing.T, schedule string, period time.Duration, slotsDown
 	if period >= time.Minute {
 		before = 1
 	}
-	harness.Eventually(t, time.Duration(before+1)*period+time.Minute, "runs of every cron Task", note(op), func(ctx context.Context) (bool, string) {
+	// The status, not only the Jobs: the record of a run may follow its
+	// Job by a few seconds (the operator waits for a short run's end to
+	// write its start and end at once), and the restart is timed from
+	// status.lastScheduleTime.
+	harness.Eventually(t, time.Duration(before+1)*period+time.Minute, "runs of every cron Task, in their status", note(op), func(ctx context.Context) (bool, string) {
 		var list batchv1.JobList
 		if err := s.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
 		}
 		runs := map[string]int{}
+		newest := map[string]string{}
 		for _, j := range list.Items {
 			if harness.JobCondition(&j, batchv1.JobComplete) != nil {
-				runs[j.Labels[v1alpha1.LabelTask]]++
+				task := j.Labels[v1alpha1.LabelTask]
+				runs[task]++
+				newest[task] = max(newest[task], j.Annotations[v1alpha1.AnnotationScheduledTime])
 			}
 		}
 		for _, c := range cases {
 			if runs[c.name] < before {
 				return false, fmt.Sprintf("finished runs %v", runs)
+			}
+			task, err := harness.GetTask(ctx, s.c, ns, c.name)
+			if err != nil {
+				return false, err.Error()
+			}
+			if st := task.Status.LastScheduleTime; st == nil || st.UTC().Format(time.RFC3339) < newest[c.name] {
+				return false, fmt.Sprintf("%s: lastScheduleTime %v, newest finished run's slot %s", c.name, st, newest[c.name])
 			}
 		}
 		return true, ""
