@@ -215,14 +215,20 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 // of now (zero: now): with the shortcuts on, when the status changed only
 // because attempts just started (plan.RecordStartAt) and the pass has
 // nothing else to say: no error, no notification, no problem with the
-// spec or a Job, nothing only the status records.
+// spec or a Job, nothing only the status records. (A pass that created
+// Jobs and could wait has already returned through RecordLater.) The
+// status comparison, which writeStatus makes again, is made only when an
+// attempt did just start.
 func (p *pass) recordStartAt(actErr error, due []notify.Order) time.Time {
 	delay := p.r.Shortcuts.RecordStartDelay()
-	if delay == 0 || actErr != nil || len(due) > 0 || p.created > 0 || p.problem() != nil || p.jobRefused != nil ||
-		!p.plan.JobsSayItAll() || equality.Semantic.DeepEqual(*p.old, p.task.Status) {
+	if delay == 0 || actErr != nil || len(due) > 0 || p.problem() != nil || p.jobRefused != nil || !p.plan.JobsSayItAll() {
 		return time.Time{}
 	}
-	return plan.RecordStartAt(p.runs, p.now, delay)
+	at := plan.RecordStartAt(p.runs, p.now, delay)
+	if at.IsZero() || equality.Semantic.DeepEqual(*p.old, p.task.Status) {
+		return time.Time{}
+	}
+	return at
 }
 
 // earliest is the earlier of two wake-up times, zero meaning none.
