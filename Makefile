@@ -144,6 +144,12 @@ BENCH_ARGS ?=
 bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: quick, ~10 min; BENCH_ARGS= adds flags).
 	go run ./test/bench -n $(BENCH_N) $(BENCH_ARGS)
 
+SCALE_N ?= 10000
+
+.PHONY: bench-scale
+bench-scale: ## The scale scenario: 10,000 Tasks through one operator, a restart over 20,000, a queue with 10,000 waiting (up to 30 min; not in CI; SCALE_N= to change).
+	go run ./test/bench -n $(SCALE_N) -scenarios scale -repeat 1 -profile -work-dir tmp/bench-scale $(BENCH_ARGS)
+
 ##@ Running
 
 # The project's own kubectl, the same version as the cluster it builds.

@@ -43,6 +43,7 @@ type actor string
 const (
 	actorOperator actor = "operator"
 	actorCronJob  actor = "cronjob-controller"
+	actorOracle   actor = "oracle"
 	actorOther    actor = "other"
 )
 
@@ -60,6 +61,8 @@ func actorOf(e *auditEvent) actor {
 		return actorOperator
 	case e.User.Username == cronJobControllerUser:
 		return actorCronJob
+	case strings.HasPrefix(e.UserAgent, oracleUserAgent):
+		return actorOracle
 	}
 	return actorOther
 }

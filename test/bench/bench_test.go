@@ -261,3 +261,30 @@ func TestJobCreateCostIsTheMeanServerTimeOfTheCreatesAndTheReactingWritesPerCrea
 		t.Error("a namespace without creates has a cost")
 	}
 }
+
+func TestCumulativeOfReadsTheCumColumnOfTheFrame(t *testing.T) {
+	top := []byte(`File: manager
+Type: alloc_space
+Showing nodes accounting for 15.34MB, 1.37% of 1121.75MB total
+      flat  flat%   sum%        cum   cum%
+         0     0%     0%  16081212B  1.37%  github.com/taskops/task-operator/internal/taskqueue.(*Reconciler).Reconcile
+   1000000B 0.089% 0.089%  14500000B  1.23%  github.com/taskops/task-operator/internal/taskqueue.(*Reconciler).observe
+`)
+	for _, c := range []struct {
+		frame string
+		want  float64
+	}{
+		{queueReconcile, 16081212},
+		{"taskqueue.(*Reconciler).observe", 14500000},
+		{"reconciler.(*TaskReconciler).Reconcile", 0}, // absent: nothing sampled
+	} {
+		got, err := cumulativeOf(top, c.frame)
+		if err != nil || got != c.want {
+			t.Errorf("cumulativeOf(%s) = %v, %v; want %v", c.frame, got, err, c.want)
+		}
+	}
+	cpu := []byte("      flat  flat%   sum%        cum   cum%\n  10000000ns  1%  1%  250000000ns 25%  github.com/taskops/task-operator/internal/taskqueue.(*Reconciler).Reconcile\n")
+	if got, err := cumulativeOf(cpu, queueReconcile); err != nil || got != 250000000 {
+		t.Errorf("CPU in ns: got %v, %v", got, err)
+	}
+}

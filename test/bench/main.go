@@ -51,10 +51,10 @@ type options struct {
 	// finalizerPolicy: the clusters get config/samples/policies/add-finalizer.yaml,
 	// as the Helm chart installs it on Kubernetes 1.36+.
 	finalizerPolicy bool
-	// oracleNamespace, oracleKubeconfig: set when this process is the
-	// oracle (oracle.go), started by the benchmark itself.
-	oracleNamespace, oracleKubeconfig string
-	cronRuns                          map[string]bool
+	// oracle: set (namespace not empty) when this process is an oracle
+	// (oracle.go), started by the benchmark itself.
+	oracle   oracleArgs
+	cronRuns map[string]bool
 
 	root, managerBin string
 	serverVersion    string
@@ -99,6 +99,10 @@ func (o *options) timeout(at1000 time.Duration) time.Duration {
 
 var allScenarios = []string{"burst", "precreated", "idle", "memory", "cron", "queue"}
 
+// scaleScenario is not part of "all": it is meant for -n 10000 and takes
+// up to half an hour (make bench-scale).
+const scaleScenario = "scale"
+
 func parseOptions() (*options, error) {
 	o := &options{}
 	defN := 1000
@@ -113,7 +117,7 @@ func parseOptions() (*options, error) {
 	flag.IntVar(&o.n, "n", defN, "objects per scenario (Tasks, Jobs, CronJobs); memory points are 0, n and 5n (default $BENCH_N, else 1000)")
 	flag.IntVar(&o.repeat, "repeat", 0, "repetitions of every scenario (0: 3 when n >= 1000, else 1)")
 	flag.IntVar(&o.memoryRepeat, "memory-repeat", 1, "repetitions of the memory session (a size, not a latency: one run is steady, and at N=1000 it takes 9 minutes of the hour)")
-	flag.StringVar(&scen, "scenarios", "all", "comma-separated subset of "+strings.Join(allScenarios, ",")+" (the B0 baseline runs with burst and cron)")
+	flag.StringVar(&scen, "scenarios", "all", "comma-separated subset of "+strings.Join(allScenarios, ",")+" (the B0 baseline runs with burst and cron), or scale (not in all: meant for -n 10000, make bench-scale)")
 	flag.IntVar(&o.workers, "workers", 32, "goroutines creating objects (B0 and the load generator)")
 	flag.StringVar(&o.clusterDir, "cluster-dir", "tmp/bench-cluster", "the benchmark's own local cluster folder (hack/local-cluster.sh --dir)")
 	flag.StringVar(&o.workDir, "work-dir", "tmp/bench", "where the operator binary, logs, profiles and results go")
@@ -125,10 +129,14 @@ func parseOptions() (*options, error) {
 	flag.BoolVar(&o.keep, "keep", false, "leave the last cluster running (for a look around)")
 	flag.StringVar(&o.auditPolicy, "audit-policy", "hack/bench-audit-policy.yaml", "audit policy handed to hack/local-cluster.sh as LOCAL_CLUSTER_AUDIT_POLICY; writes are counted from the audit log when the cluster writes one")
 	var opArgs, cronRuns string
-	flag.StringVar(&cronRuns, "cron-runs", "operator-equal,cronjob,operator-default", "which cron runs to make (a subset, for experiments)")
+	flag.StringVar(&cronRuns, "cron-runs", "operator-equal,cronjob,operator-default,oracle", "which cron runs to make (a subset, for experiments)")
 	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "install the MutatingAdmissionPolicy that adds the operator's finalizer at creation (config/samples/policies/add-finalizer.yaml; the Helm chart's default on Kubernetes 1.36+); false: the operator patches each new Task for it, as with install.yaml alone")
-	flag.StringVar(&o.oracleNamespace, "oracle-namespace", "", "internal: run as the oracle of a burst in this namespace (the benchmark starts it)")
-	flag.StringVar(&o.oracleKubeconfig, "oracle-kubeconfig", "", "internal: the oracle's kubeconfig")
+	var mode string
+	var oracleSlot int64
+	flag.StringVar(&o.oracle.namespace, "oracle-namespace", "", "internal: run as an oracle in this namespace (the benchmark starts it)")
+	flag.StringVar(&o.oracle.kubeconfig, "oracle-kubeconfig", "", "internal: the oracle's kubeconfig")
+	flag.StringVar(&mode, "oracle-mode", string(oracleBurst), "internal: the oracle's mode (burst, pre, cron)")
+	flag.Int64Var(&oracleSlot, "oracle-slot", 0, "internal: the cron oracle's slot (Unix seconds)")
 	flag.StringVar(&opArgs, "operator-args", "", "extra manager flags for every operator run, space separated (experiments, e.g. --max-concurrent-reconciles=16)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file (default WORK_DIR/results.txt)")
 	flag.Parse()
@@ -136,6 +144,10 @@ func parseOptions() (*options, error) {
 		return nil, fmt.Errorf("-n must be positive")
 	}
 	o.opArgs = strings.Fields(opArgs)
+	o.oracle.mode, o.oracle.n, o.oracle.workers = oracleMode(mode), o.n, o.workers
+	if oracleSlot != 0 {
+		o.oracle.slot = time.Unix(oracleSlot, 0)
+	}
 	o.cronRuns = map[string]bool{}
 	for _, r := range strings.Split(cronRuns, ",") {
 		o.cronRuns[strings.TrimSpace(r)] = true
@@ -160,11 +172,11 @@ func parseOptions() (*options, error) {
 			for _, a := range allScenarios {
 				o.scenarios[a] = true
 			}
-		case contains(allScenarios, s):
+		case contains(allScenarios, s) || s == scaleScenario:
 			o.scenarios[s] = true
 		case s == "":
 		default:
-			return nil, fmt.Errorf("unknown scenario %q (have %s, all)", s, strings.Join(allScenarios, ", "))
+			return nil, fmt.Errorf("unknown scenario %q (have %s, all, %s)", s, strings.Join(allScenarios, ", "), scaleScenario)
 		}
 	}
 	root := testutil.RepoRoot()
@@ -206,8 +218,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	if o.oracleNamespace != "" { // this process is the oracle (oracle.go)
-		if err := oracleMain(o.oracleKubeconfig, o.oracleNamespace, o.n, o.workers); err != nil {
+	if o.oracle.namespace != "" { // this process is an oracle (oracle.go)
+		if err := oracleMain(o.oracle); err != nil {
 			fmt.Fprintln(os.Stderr, "oracle:", err)
 			os.Exit(1)
 		}
@@ -271,6 +283,11 @@ func run(o *options) error {
 				return fmt.Errorf("queue session: %w", err)
 			}
 		}
+		if o.scenarios[scaleScenario] {
+			if r.scale, err = sessionScale(ctx, o, rep); err != nil {
+				return fmt.Errorf("scale session: %w", err)
+			}
+		}
 		if o.scenarios["cron"] {
 			for _, k := range o.cronKinds() {
 				if r.cron[k.name], err = sessionCron(ctx, o, rep, k); err != nil {
@@ -297,6 +314,7 @@ func (o *options) cronKinds() []cronKind {
 		{name: "operator-equal", operator: true, settings: operatorSettings{qps: equalQPS, burst: equalBurst}},
 		{name: "cronjob", operator: false},
 		{name: "operator-default", operator: true},
+		{name: "oracle", oracle: true},
 	} {
 		if o.cronRuns[k.name] {
 			out = append(out, k)
@@ -307,7 +325,7 @@ func (o *options) cronKinds() []cronKind {
 
 func selected(o *options) []string {
 	var out []string
-	for _, s := range allScenarios {
+	for _, s := range append(allScenarios, scaleScenario) {
 		if o.scenarios[s] {
 			out = append(out, s)
 		}

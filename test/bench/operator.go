@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -121,8 +122,8 @@ func (op *operator) memory(ctx context.Context, save string) (rss, heap float64,
 }
 
 // cpuProfile records a CPU profile of the operator for d into path, in the
-// background; wait for the returned channel.
-func (op *operator) cpuProfile(ctx context.Context, d time.Duration, path string) <-chan error {
+// background, and logs its top entries; wait for the returned channel.
+func (op *operator) cpuProfile(ctx context.Context, o *options, d time.Duration, path string) <-chan error {
 	ch := make(chan error, 1)
 	go func() {
 		secs := max(int(d.Seconds()+0.5), 1)
@@ -130,9 +131,28 @@ func (op *operator) cpuProfile(ctx context.Context, d time.Duration, path string
 		if err == nil {
 			err = os.WriteFile(path, prof, 0o644)
 		}
+		if err == nil {
+			err = logProfileTop(ctx, o, path)
+		}
 		ch <- err
 	}()
 	return ch
+}
+
+// logProfileTop writes the top entries of a CPU profile (by cumulative
+// time, then by own time) to the log: where the operator spent its CPU,
+// next to the figures it explains.
+func logProfileTop(ctx context.Context, o *options, path string) error {
+	var parts []string
+	for _, order := range []string{"-cum", "-flat"} {
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", order, "-nodecount=15", path).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go tool pprof %s: %v: %s", path, err, out)
+		}
+		parts = append(parts, string(out))
+	}
+	o.logf("CPU profile %s:\n%s", rel(o.root, path), strings.Join(parts, "\n"))
+	return nil
 }
 
 func rel(root, p string) string {

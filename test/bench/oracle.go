@@ -25,22 +25,44 @@ import (
 	"github.com/taskops/task-operator/internal/runs"
 )
 
-// The oracle: the creates the operator must do in a burst, done by the
-// smallest program that can do them, so that "operator / oracle" says what
-// the operator's own work costs on the same cluster. It is this binary run
-// again with -oracle-namespace (its own process and connection, its own
-// user agent, 32 workers, no client-side limit): it watches the namespace's
-// Tasks and, for each new one, creates the Job the operator would
-// (jobs.Build), and nothing else (no status, no finalizer, no events).
+// The oracles: the creates the operator must do, done by the smallest
+// program that can do them, so that "operator / oracle" says what the
+// operator's own work costs on the same cluster. An oracle is this binary
+// run again with -oracle-namespace (its own process and connection, its own
+// user agent, 32 workers, no client-side limit) that creates the Jobs the
+// operator would (jobs.Build) and nothing else (no status, no finalizer, no
+// events), in one of three modes:
+//
+//	burst  watch the namespace's Tasks; for each new one, create its Job
+//	pre    list the namespace's Tasks (created before it started); create their Jobs
+//	cron   list the namespace's cron Tasks; at the slot, create their slot's Jobs
 
-// oracleUserAgent is the oracle's user agent, by which the audit log tells
-// its creates apart.
+// oracleUserAgent is the oracles' user agent, by which the audit log tells
+// their creates apart.
 const oracleUserAgent = "task-operator-oracle"
 
-// oracleMain runs the oracle until it has created n Jobs; it prints
-// "ready" once its watch is open.
-func oracleMain(kubeconfig, namespace string, n, workers int) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// oracleMode is what an oracle process does (-oracle-mode).
+type oracleMode string
+
+const (
+	oracleBurst oracleMode = "burst"
+	oraclePre   oracleMode = "pre"
+	oracleCron  oracleMode = "cron"
+)
+
+// oracleArgs is an oracle process's command line.
+type oracleArgs struct {
+	kubeconfig, namespace string
+	mode                  oracleMode
+	n, workers            int
+	slot                  time.Time // cron: the slot
+}
+
+// oracleMain runs an oracle until it has created n Jobs; it prints
+// "ready" once it has what it needs (burst: its watch is open; pre: at
+// once; cron: the Tasks listed, before the slot).
+func oracleMain(a oracleArgs) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -50,43 +72,129 @@ func oracleMain(kubeconfig, namespace string, n, workers int) error {
 		return err
 	}
 	ctx := context.Background()
-	w, err := c.Watch(ctx, &v1alpha1.TaskList{}, client.InNamespace(namespace))
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	fmt.Println("ready")
-	todo := make(chan *v1alpha1.Task, n)
+	todo := make(chan *batchv1.Job, a.n)
 	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
+	errs := make(chan error, a.workers)
+	for range a.workers {
 		wg.Go(func() {
-			for t := range todo {
-				if err := c.Create(ctx, jobs.Build(t, runs.OneShot, 1, nil, nil, benchJobOptions)); err != nil {
-					errs <- fmt.Errorf("creating the Job of %s: %w", t.Name, err)
+			for j := range todo {
+				if err := c.Create(ctx, j); err != nil {
+					errs <- fmt.Errorf("creating Job %s: %w", j.Name, err)
 					return
 				}
 			}
 		})
 	}
-	for seen := 0; seen < n; {
-		ev, ok := <-w.ResultChan()
-		if !ok {
-			return fmt.Errorf("the Task watch closed after %d Tasks", seen)
-		}
-		if t, isTask := ev.Object.(*v1alpha1.Task); isTask && ev.Type == watch.Added {
-			todo <- t
-			seen++
+	finish := func() error {
+		close(todo)
+		wg.Wait()
+		select {
+		case err := <-errs:
+			return err
+		default:
+			return nil
 		}
 	}
-	close(todo)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
+	oneShot := func(t *v1alpha1.Task) *batchv1.Job { return jobs.Build(t, runs.OneShot, 1, nil, nil, benchJobOptions) }
+	switch a.mode {
+	case oracleBurst:
+		w, err := c.Watch(ctx, &v1alpha1.TaskList{}, client.InNamespace(a.namespace))
+		if err != nil {
+			return err
+		}
+		defer w.Stop()
+		fmt.Println("ready")
+		for seen := 0; seen < a.n; {
+			ev, ok := <-w.ResultChan()
+			if !ok {
+				return fmt.Errorf("the Task watch closed after %d Tasks", seen)
+			}
+			if t, isTask := ev.Object.(*v1alpha1.Task); isTask && ev.Type == watch.Added {
+				todo <- oneShot(t)
+				seen++
+			}
+		}
+	case oraclePre, oracleCron:
+		var tl v1alpha1.TaskList
+		if err := c.List(ctx, &tl, client.InNamespace(a.namespace)); err != nil {
+			return err
+		}
+		if len(tl.Items) < a.n {
+			return fmt.Errorf("%d Tasks in %s, want %d", len(tl.Items), a.namespace, a.n)
+		}
+		fmt.Println("ready")
+		if a.mode == oracleCron {
+			time.Sleep(time.Until(a.slot))
+		}
+		for i := range tl.Items[:a.n] {
+			if a.mode == oraclePre {
+				todo <- oneShot(&tl.Items[i])
+			} else {
+				todo <- jobs.Build(&tl.Items[i], runs.ScheduledID(a.slot), 1, &a.slot, nil, benchJobOptions)
+			}
+		}
 	default:
-		return nil
+		return fmt.Errorf("unknown oracle mode %q", a.mode)
 	}
+	return finish()
+}
+
+// oracleProcess is a running oracle.
+type oracleProcess struct {
+	cmd     *exec.Cmd
+	stderr  *strings.Builder
+	started time.Time // just before the process was started
+}
+
+// startOracle starts an oracle and waits for its "ready".
+func startOracle(ctx context.Context, o *options, cl *cluster, a oracleArgs) (*oracleProcess, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-oracle-namespace", a.namespace, "-oracle-kubeconfig", cl.kubeconfig, "-oracle-mode", string(a.mode),
+		"-n", fmt.Sprint(a.n), "-workers", fmt.Sprint(o.workers)}
+	if !a.slot.IsZero() {
+		args = append(args, "-oracle-slot", fmt.Sprint(a.slot.Unix()))
+	}
+	p := &oracleProcess{cmd: exec.CommandContext(ctx, self, args...), stderr: &strings.Builder{}}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.cmd.Stderr = p.stderr
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
+		_ = p.cmd.Wait()
+		return nil, fmt.Errorf("the oracle did not start: %s", p.stderr.String())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return p, nil
+}
+
+// wait waits for the oracle to finish its creates.
+func (p *oracleProcess) wait() error {
+	if err := p.cmd.Wait(); err != nil {
+		return fmt.Errorf("the oracle: %v: %s", err, p.stderr.String())
+	}
+	return nil
+}
+
+// nthOracleCreate is when the n-th of the oracle's Job creates in ns from
+// start on was answered (the audit log), else now.
+func nthOracleCreate(cl *cluster, ns string, start time.Time, n int) (time.Time, error) {
+	if cl.audit == "" {
+		return time.Now(), nil // an upper bound
+	}
+	at, ok, err := nthCreateDone(cl.audit, ns, oracleUserAgent, start, n)
+	if err != nil || !ok {
+		return time.Now(), err
+	}
+	return at, nil
 }
 
 // oracleResult is one oracle burst.
@@ -99,52 +207,63 @@ type oracleResult struct {
 // their pods are gone) so the operator's burst starts on the same quiet
 // cluster.
 func runOracleBurst(ctx context.Context, o *options, cl *cluster) (oracleResult, error) {
-	const ns = "bench-oracle"
 	var res oracleResult
-	if err := cl.ensureNamespace(ctx, ns); err != nil {
+	if err := cl.ensureNamespace(ctx, oracleNamespace); err != nil {
 		return res, err
 	}
-	self, err := os.Executable()
+	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: oracleNamespace, mode: oracleBurst, n: o.n})
 	if err != nil {
 		return res, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-oracle-namespace", ns, "-oracle-kubeconfig", cl.kubeconfig, "-n", fmt.Sprint(o.n), "-workers", fmt.Sprint(o.workers))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return res, err
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return res, err
-	}
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "ready" {
-		_ = cmd.Wait()
-		return res, fmt.Errorf("the oracle did not start: %s", stderr.String())
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	start, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
-		return oneShotTask(ns, fmt.Sprintf("oracle-%05d", i))
+		return oneShotTask(oracleNamespace, fmt.Sprintf("oracle-%05d", i))
 	})
 	if err != nil {
 		return res, err
 	}
-	if err := cmd.Wait(); err != nil {
-		return res, fmt.Errorf("the oracle: %v: %s", err, stderr.String())
+	if err := p.wait(); err != nil {
+		return res, err
 	}
-	end := time.Now() // an upper bound; the audit log knows better
-	if cl.audit != "" {
-		if at, ok, err := nthCreateDone(cl.audit, ns, oracleUserAgent, start, o.n); err != nil {
-			return res, err
-		} else if ok {
-			end = at
-		}
+	end, err := nthOracleCreate(cl, oracleNamespace, start, o.n)
+	if err != nil {
+		return res, err
 	}
 	res.firstToNth = end.Sub(start).Seconds()
 	o.logf("oracle burst: %d Tasks, %d-th Job after %.2f s", o.n, o.n, res.firstToNth)
-	return res, cleanNamespace(ctx, o, cl, ns)
+	return res, cleanNamespace(ctx, o, cl, oracleNamespace)
 }
+
+// runOraclePre creates N one-shot Tasks, then runs the oracle over them:
+// from its process start to the N-th Job create's response. It cleans up
+// as runOracleBurst does.
+func runOraclePre(ctx context.Context, o *options, cl *cluster) (float64, error) {
+	if err := cl.ensureNamespace(ctx, oracleNamespace); err != nil {
+		return 0, err
+	}
+	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		return oneShotTask(oracleNamespace, fmt.Sprintf("oracle-%05d", i))
+	}); err != nil {
+		return 0, err
+	}
+	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: oracleNamespace, mode: oraclePre, n: o.n})
+	if err != nil {
+		return 0, err
+	}
+	if err := p.wait(); err != nil {
+		return 0, err
+	}
+	end, err := nthOracleCreate(cl, oracleNamespace, p.started, o.n)
+	if err != nil {
+		return 0, err
+	}
+	d := end.Sub(p.started).Seconds()
+	o.logf("oracle pre-created: %d Tasks, process start to the %d-th Job %.2f s", o.n, o.n, d)
+	return d, cleanNamespace(ctx, o, cl, oracleNamespace)
+}
+
+// oracleNamespace is where the burst and pre-created oracles work (next to
+// the operator's namespace, emptied before the operator runs).
+const oracleNamespace = "bench-oracle"
 
 // cleanNamespace deletes a namespace's Tasks (the finalizer policy gave
 // them a finalizer no operator removes here) and Jobs, and waits until

@@ -21,6 +21,7 @@ import (
 // operator's own cost.
 type precreatedResult struct {
 	b0         b0Result
+	oracle     float64 // s from the pre-created oracle's process start to its N-th Job (oracle.go)
 	firstToNth float64 // s from the operator's start (its process) to the N-th Job
 	ready      float64 // s from the operator's start to the N-th Task Ready
 	writes     writeCount
@@ -41,6 +42,9 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	res := &precreatedResult{}
 	if res.b0, err = runB0(ctx, o, cl, false); err != nil {
 		return nil, fmt.Errorf("B0: %w", err)
+	}
+	if res.oracle, err = runOraclePre(ctx, o, cl); err != nil {
+		return nil, fmt.Errorf("oracle: %w", err)
 	}
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, err
@@ -73,7 +77,7 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	defer op.stop(o)
 	var prof <-chan error
 	if o.profile {
-		prof = op.cpuProfile(ctx, time.Duration(max(3*res.b0.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("precreated-%d.cpu.pprof", rep)))
+		prof = op.cpuProfile(ctx, o, time.Duration(max(3*res.b0.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("precreated-%d.cpu.pprof", rep)))
 	}
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Jobs", n), o.timeout(2*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= n }); err != nil {
 		return nil, err
@@ -109,12 +113,20 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	sort.Slice(seen, func(i, k int) bool { return seen[i].Before(seen[k]) })
 	sort.Slice(ready, func(i, k int) bool { return ready[i].Before(ready[k]) })
 	res.firstToNth = seen[n-1].Sub(start).Seconds()
+	// As for the oracle: the N-th create's response, from the audit log.
+	if cl.audit != "" {
+		if at, ok, err := nthCreateDone(cl.audit, benchNamespace, operatorUserAgentPrefix, start, n); err != nil {
+			return nil, err
+		} else if ok {
+			res.firstToNth = at.Sub(start).Seconds()
+		}
+	}
 	res.ready = ready[n-1].Sub(start).Seconds()
 	if res.cost, err = jobCreateCost(cl.audit, benchNamespace, start, seen[n-1]); err != nil {
 		return nil, err
 	}
-	o.logf("precreated: operator start to %d-th Job %.2f s (%.2f x T0), to %d-th Task Ready %.2f s; writes/Task %.3f (%s) + events %.2f; operator CPU %.1f s",
-		n, res.firstToNth, res.firstToNth/res.b0.t0, n, res.ready, res.writes.total()/float64(n), res.writes.breakdown(float64(n)),
+	o.logf("precreated: operator start to %d-th Job %.2f s (%.2f x T0, %.2f x oracle), to %d-th Task Ready %.2f s; writes/Task %.3f (%s) + events %.2f; operator CPU %.1f s",
+		n, res.firstToNth, res.firstToNth/res.b0.t0, res.firstToNth/res.oracle, n, res.ready, res.writes.total()/float64(n), res.writes.breakdown(float64(n)),
 		res.writes.events/float64(n), res.cpuSeconds)
 	return res, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -53,6 +54,17 @@ type queueResult struct {
 	admitToJob []float64
 	writes     writeCount
 	n          int
+	// until: measure only until this many attempts completed (0: all n;
+	// a long line's first part).
+	until int
+	// pass is the queue controller's passes while the line was long:
+	// from waitingFrom Tasks waiting down to waitingTo.
+	pass                   passCost
+	waitingFrom, waitingTo int
+}
+
+func (q *queueResult) passDescription() string {
+	return fmt.Sprintf("queue passes with %d -> %d waiting: %s", q.waitingFrom, q.waitingTo, q.pass)
 }
 
 // inversionGrace is how long a waiting Task may be unknown to the queue's
@@ -75,11 +87,6 @@ func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error
 		return nil, err
 	}
 	defer cl.down(ctx, o)
-	for _, ns := range []string{queueNamespace, unqueuedNamespace} {
-		if err := cl.ensureNamespace(ctx, ns); err != nil {
-			return nil, err
-		}
-	}
 	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("queue-%d", rep))
 	if err != nil {
 		return nil, err
@@ -87,11 +94,24 @@ func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error
 	defer op.stop(o)
 	n := o.n
 	res := &queueResult{parallel: min(50, max(n/20, 5)), n: n}
-
-	// 1. No queue: a closed loop keeps res.parallel Tasks in flight.
-	utr, err := startTracker(ctx, cl, unqueuedNamespace, true)
-	if err != nil {
+	if res.unqueued, err = runUnqueued(ctx, o, cl, unqueuedNamespace, n, res.parallel); err != nil {
 		return nil, err
+	}
+	if err := runQueued(ctx, o, cl, op, queueNamespace, res, fmt.Sprintf("queue-%d", rep)); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// runUnqueued: no queue, a closed loop keeps parallel Tasks in flight
+// until n attempts completed; attempts completed per second.
+func runUnqueued(ctx context.Context, o *options, cl *cluster, ns string, n, parallel int) (float64, error) {
+	if err := cl.ensureNamespace(ctx, ns); err != nil {
+		return 0, err
+	}
+	utr, err := startTracker(ctx, cl, ns, true)
+	if err != nil {
+		return 0, err
 	}
 	defer utr.close()
 	freed := make(chan struct{}, n)
@@ -100,69 +120,98 @@ func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error
 	utr.mu.Unlock()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		if i >= res.parallel {
+		if i >= parallel {
 			select {
 			case <-freed:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return 0, ctx.Err()
 			}
 		}
-		if err := cl.c.Create(ctx, queueTask(unqueuedNamespace, fmt.Sprintf("free-%05d", i), 0, "")); err != nil {
-			return nil, err
+		if err := cl.c.Create(ctx, queueTask(ns, fmt.Sprintf("free-%05d", i), 0, "")); err != nil {
+			return 0, err
 		}
 	}
 	if err := utr.waitFor(ctx, o, fmt.Sprintf("%d un-queued Jobs complete", n), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= n }); err != nil {
-		return nil, err
+		return 0, err
 	}
-	res.unqueued = float64(n) / time.Since(start).Seconds()
+	thr := float64(n) / time.Since(start).Seconds()
+	o.logf("un-queued: %d attempts, %d at a time: %.1f attempts/s", n, parallel, thr)
 	if err := utr.waitFor(ctx, o, fmt.Sprintf("%d un-queued Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
-		return nil, err
+		return 0, err
 	}
+	return thr, nil
+}
 
-	// 2. One queue of res.parallel: every Task created at once.
-	tr, err := startTracker(ctx, cl, queueNamespace, true)
+// runQueued: one queue of res.parallel in namespace ns, res.n Tasks
+// created at once; it fills res (all but unqueued). The queue's passes are
+// measured right after the last create, for passWindowLength. label names
+// the saved profiles.
+func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns string, res *queueResult, label string) error {
+	n := res.n
+	if err := cl.ensureNamespace(ctx, ns); err != nil {
+		return err
+	}
+	tr, err := startTracker(ctx, cl, ns, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tr.close()
-	q := testutil.NewTaskQueue(queueNamespace, "bench", int32(res.parallel))
+	q := testutil.NewTaskQueue(ns, "bench", int32(res.parallel))
 	if err := cl.c.Create(ctx, q); err != nil {
-		return nil, err
+		return err
 	}
 	if err := sleepUntil(ctx, time.Now().Add(2*time.Second)); err != nil {
-		return nil, err
+		return err
 	}
 	before, err := takeSnap(ctx, cl, op)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	start, _, err = createAll(ctx, cl.c, n, o.workers, func(i int) client.Object {
+	start, _, err := createAll(ctx, cl.c, n, o.workers, func(i int) client.Object {
 		prio := int32(0)
 		if i >= n/2 && i%urgentEvery == 0 {
 			prio = 10
 		}
-		return queueTask(queueNamespace, fmt.Sprintf("queued-%05d", i), prio, "bench")
+		return queueTask(ns, fmt.Sprintf("queued-%05d", i), prio, "bench")
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete", n), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= n }); err != nil {
-		return nil, err
+	// The pass window: every Task exists; the first places turn over.
+	_, _, _, _, done := tr.counts()
+	res.waitingFrom = max(n-res.parallel-done, 0)
+	if res.pass, err = measurePasses(ctx, o, cl, op, label); err != nil {
+		return err
 	}
-	res.queued = float64(n) / time.Since(start).Seconds()
-	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
-		return nil, err
+	_, _, _, _, done = tr.counts()
+	res.waitingTo = max(n-res.parallel-done, 0)
+	until := n
+	if res.until > 0 {
+		until = min(res.until, n)
 	}
-	res.queuedReady = float64(n) / time.Since(start).Seconds()
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return nil, err
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete", until), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= until }); err != nil {
+		return err
 	}
-	after, err := takeSnap(ctx, cl, op)
-	if err != nil {
-		return nil, err
-	}
-	if res.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
-		return nil, err
+	res.queued = float64(until) / time.Since(start).Seconds()
+	if until < n {
+		// A part of a long line: its Ready rate and writes per attempt
+		// would mix in the writes that put the whole line in queue.
+		res.queuedReady, res.writes = math.NaN(), writeCount{core: map[string]float64{}}
+	} else {
+		if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
+			return err
+		}
+		res.queuedReady = float64(n) / time.Since(start).Seconds()
+		if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+			return err
+		}
+		after, err := takeSnap(ctx, cl, op)
+		if err != nil {
+			return err
+		}
+		if res.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
+			return err
+		}
 	}
 	tasks, jobs := tr.snapshot()
 	res.maxActive, res.admit = activeAndAdmission(jobs, res.parallel)
@@ -173,10 +222,10 @@ func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error
 			res.admitToJob = append(res.admitToJob, j.seen.Sub(j.admitted).Seconds())
 		}
 	}
-	o.logf("queue: %d Tasks, maxRunning %d: %.1f attempts/s queued vs %.1f attempts/s un-queued at equal parallelism (%.2f); Tasks Ready %.1f/s; at most %d active; admission p50 %.3f s p99 %.3f s (admitted to Job p99 %.3f s); %d priority inversions (%d within %s); writes/attempt %.2f (%s) + events %.2f",
-		n, res.parallel, res.queued, res.unqueued, res.queued/res.unqueued, res.queuedReady, res.maxActive, percentile(res.admit, 50), percentile(res.admit, 99), percentile(res.admitToJob, 99),
-		res.inversions, res.inversionsNear, inversionGrace/10, res.writes.total()/float64(n), res.writes.breakdown(float64(n)), res.writes.events/float64(n))
-	return res, nil
+	o.logf("queue: %d Tasks (measured to the %d-th completion), maxRunning %d: %.1f attempts/s queued vs %.1f attempts/s un-queued at equal parallelism (%.2f); Tasks Ready %.1f/s; at most %d active; admission p50 %.3f s p99 %.3f s (admitted to Job p99 %.3f s); %d priority inversions (%d within %s); writes/attempt %.2f (%s) + events %.2f; %s",
+		n, until, res.parallel, res.queued, res.unqueued, res.queued/res.unqueued, res.queuedReady, res.maxActive, percentile(res.admit, 50), percentile(res.admit, 99), percentile(res.admitToJob, 99),
+		res.inversions, res.inversionsNear, inversionGrace/10, res.writes.total()/float64(n), res.writes.breakdown(float64(n)), res.writes.events/float64(n), res.passDescription())
+	return nil
 }
 
 // activeAndAdmission replays the Jobs' creations and completions in time

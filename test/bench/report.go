@@ -19,6 +19,7 @@ type repeatResult struct {
 	mem   *memResult
 	cron  map[string]*cronResult
 	queue *queueResult
+	scale *scaleResult
 }
 
 type results struct {
@@ -85,6 +86,12 @@ func (rs *results) collect(f func(r *repeatResult) float64) []float64 {
 	}
 	return out
 }
+
+// The memory targets, MiB per 1000 Tasks (issue 30).
+const (
+	memRSSTarget  = 13
+	memHeapTarget = 7.5
+)
 
 type tableRow struct{ scenario, metric, value, target string }
 
@@ -241,7 +248,10 @@ func (rs *results) render() string {
 		}
 		rat := pf(func(p *precreatedResult) float64 { return p.firstToNth / p.b0.t0 })
 		add("precreated", fmt.Sprintf("%d Tasks created first: operator start to %d-th Job", n, n), secs(pf(func(p *precreatedResult) float64 { return p.firstToNth })), "")
-		add("precreated", fmt.Sprintf("operator start to %d-th Job / T0 (ratio, target <= 1.5)", n), spread(rat, "x T0"), "<= 1.5: "+verdict(rat, func(x float64) bool { return x <= 1.5 }))
+		add("precreated", fmt.Sprintf("  baseline oracle-pre: its process start to its %d-th Job (the creates alone, same cluster)", n), secs(pf(func(p *precreatedResult) float64 { return p.oracle })), "")
+		vsOracle := pf(func(p *precreatedResult) float64 { return ratio(p.firstToNth, p.oracle) })
+		add("precreated", "  operator / oracle-pre (ratio, target <= 1.2)", spread(vsOracle, "x"), "<= 1.2: "+verdict(vsOracle, func(x float64) bool { return x <= 1.2 }))
+		add("precreated", fmt.Sprintf("  operator start to %d-th Job / T0 (context)", n), spread(rat, "x T0"), "")
 		add("precreated", fmt.Sprintf("operator start to %d-th Task Ready", n), secs(pf(func(p *precreatedResult) float64 { return p.ready })), "")
 		add("precreated", "operator writes per Task, events and leases apart", spread3(pf(func(p *precreatedResult) float64 { return p.writes.total() / float64(n) }), ""), "")
 		add("precreated", "  events per Task", spread(pf(func(p *precreatedResult) float64 { return p.writes.events / float64(n) }), ""), "")
@@ -312,7 +322,16 @@ func (rs *results) render() string {
 			opSkewT0 := cf(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
 			cjSkewT0 := cf("cronjob", func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
 			if own {
-				add(sec.scen, "operator p99 skew / T0 (ratio, target <= 1.5)", spread(opSkewT0, "x T0"), verdict(opSkewT0, func(x float64) bool { return x <= 1.5 }))
+				add(sec.scen, "  skew slot to Job p99, oracle-cron (the slot's creates alone, own cluster)", spread(skew("oracle", 99), "s"), "")
+				vsOracle := rs.collect(func(r *repeatResult) float64 {
+					a, c := r.cron[sec.opKind], r.cron["oracle"]
+					if a == nil || c == nil {
+						return math.NaN()
+					}
+					return ratio(percentile(a.skew, 99), percentile(c.skew, 99))
+				})
+				add(sec.scen, "operator p99 skew / oracle-cron p99 skew (ratio, target <= 1.1)", spread(vsOracle, "x"), "<= 1.1: "+verdict(vsOracle, func(x float64) bool { return x <= 1.1 }))
+				add(sec.scen, "operator p99 skew / T0 (context)", spread(opSkewT0, "x T0"), "")
 				add(sec.scen, "CronJob p99 skew / T0 (ratio)", spread(cjSkewT0, "x T0"), "")
 			} else {
 				add(sec.scen, "p99 skew, operator / CronJob (ratio)", spread(cjVsOp(sec.opKind, func(a, c *cronResult) float64 {
@@ -418,14 +437,18 @@ func (rs *results) render() string {
 				return r.mem.slope(i, j, heap)
 			})
 		}
-		le15 := func(xs []float64) string { return "<= 15: " + verdict(xs, func(x float64) bool { return x <= 15 }) }
+		atMost := func(limit float64) func(xs []float64) string {
+			return func(xs []float64) string {
+				return "<= " + fmtNum(limit) + ": " + verdict(xs, func(x float64) bool { return x <= limit })
+			}
+		}
 		for _, sl := range []struct {
 			i, j  int
 			label string
 		}{{0, 2, fmt.Sprintf("0 to %d", 5*n)}, {1, 2, fmt.Sprintf("%d to %d, the marginal cost", n, 5*n)}} {
 			rss, heap := slope(sl.i, sl.j, false), slope(sl.i, sl.j, true)
-			add("memory", "RSS growth per 1000 Tasks, "+sl.label, spread(rss, "MiB"), le15(rss))
-			add("memory", "Go heap growth per 1000 Tasks, "+sl.label, spread(heap, "MiB"), le15(heap))
+			add("memory", "RSS growth per 1000 Tasks, "+sl.label, spread(rss, "MiB"), atMost(memRSSTarget)(rss))
+			add("memory", "live Go heap growth per 1000 Tasks, "+sl.label, spread(heap, "MiB"), atMost(memHeapTarget)(heap))
 		}
 	}
 
@@ -458,8 +481,10 @@ func (rs *results) render() string {
 		add("queue", "  events per admitted attempt (Queued, Admitted)", spread(qf(func(q *queueResult) float64 { return q.writes.events / float64(q.n) }), ""), "")
 		if last := rs.reps[len(rs.reps)-1].queue; last != nil {
 			add("queue", "  by resource per attempt (last repeat)", last.writes.breakdown(float64(last.n)), "")
+			add("queue", "  "+last.passDescription()+" (last repeat)", "", "")
 		}
 	}
+	rs.renderScale(add)
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tmetric\tvalue\ttarget")

@@ -172,7 +172,7 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	}
 	var prof <-chan error
 	if o.profile {
-		prof = op.cpuProfile(ctx, time.Duration(max(4*b.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("burst-%d.cpu.pprof", rep)))
+		prof = op.cpuProfile(ctx, o, time.Duration(max(4*b.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("burst-%d.cpu.pprof", rep)))
 	}
 	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		return oneShotTask(benchNamespace, fmt.Sprintf("burst-%05d", i))
@@ -333,39 +333,11 @@ func sessionMemory(ctx context.Context, o *options, rep int) (*memResult, error)
 
 	res := &memResult{}
 	measure := func(tasks int) error {
-		if err := sleepUntil(ctx, time.Now().Add(2*o.settle)); err != nil {
-			return err
+		p, err := measureMemory(ctx, o, op, tr, fmt.Sprintf("memory-%d-%d", rep, tasks), tasks)
+		if err == nil {
+			res.points = append(res.points, p)
 		}
-		// Three samples a second apart, each after a forced GC; the median.
-		var rss, heap []float64
-		for i := range 3 {
-			save := ""
-			if i == 0 {
-				save = filepath.Join(o.workDir, "profiles", fmt.Sprintf("memory-%d-%d.heap.pprof", rep, tasks))
-			}
-			r, h, err := op.memory(ctx, save)
-			if err != nil {
-				return err
-			}
-			rss, heap = append(rss, r), append(heap, h)
-			time.Sleep(time.Second)
-		}
-		_, _, _, jobs, _ := tr.counts()
-		p := memPoint{tasks: tasks, jobs: jobs, rss: median(rss), heap: median(heap)}
-		body, err := op.get(ctx, op.MetricsURL())
-		if err != nil {
-			return err
-		}
-		p.scrape = float64(len(body))
-		for _, line := range strings.Split(string(body), "\n") {
-			if strings.HasPrefix(line, "taskoperator_task_") {
-				p.taskSeries++
-			}
-		}
-		res.points = append(res.points, p)
-		o.logf("memory: %d Tasks, %d Jobs: RSS %.1f MiB, heap %.1f MiB; metrics scrape %.0f KiB with %.0f per-Task series",
-			tasks, jobs, p.rss/(1<<20), p.heap/(1<<20), p.scrape/1024, p.taskSeries)
-		return nil
+		return err
 	}
 	if err := measure(0); err != nil {
 		return nil, err
@@ -390,6 +362,45 @@ func sessionMemory(ctx context.Context, o *options, rep int) (*memResult, error)
 	return res, nil
 }
 
+// measureMemory is the operator's memory with tasks Tasks in the cluster:
+// after a pause, three samples a second apart, each after a forced GC (the
+// median), the first heap profile kept as label.heap.pprof; and the size
+// of one metrics scrape with its per-Task series.
+func measureMemory(ctx context.Context, o *options, op *operator, tr *tracker, label string, tasks int) (memPoint, error) {
+	p := memPoint{tasks: tasks}
+	if err := sleepUntil(ctx, time.Now().Add(2*o.settle)); err != nil {
+		return p, err
+	}
+	var rss, heap []float64
+	for i := range 3 {
+		save := ""
+		if i == 0 {
+			save = filepath.Join(o.workDir, "profiles", label+".heap.pprof")
+		}
+		r, h, err := op.memory(ctx, save)
+		if err != nil {
+			return p, err
+		}
+		rss, heap = append(rss, r), append(heap, h)
+		time.Sleep(time.Second)
+	}
+	_, _, _, p.jobs, _ = tr.counts()
+	p.rss, p.heap = median(rss), median(heap)
+	body, err := op.get(ctx, op.MetricsURL())
+	if err != nil {
+		return p, err
+	}
+	p.scrape = float64(len(body))
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "taskoperator_task_") {
+			p.taskSeries++
+		}
+	}
+	o.logf("memory: %d Tasks, %d Jobs: RSS %.1f MiB, heap %.1f MiB; metrics scrape %.0f KiB with %.0f per-Task series",
+		tasks, p.jobs, p.rss/(1<<20), p.heap/(1<<20), p.scrape/1024, p.taskSeries)
+	return p, nil
+}
+
 // ---------------------------------------------------------------------------
 // Cron fire
 // ---------------------------------------------------------------------------
@@ -399,8 +410,14 @@ func sessionMemory(ctx context.Context, o *options, rep int) (*memResult, error)
 type cronKind struct {
 	name     string // row label
 	operator bool
+	// oracle: the cron oracle (oracle.go) creates the slot's Jobs of the
+	// Tasks, with no operator running.
+	oracle   bool
 	settings operatorSettings
 }
+
+// tasks: the kind's objects are Tasks (not CronJobs).
+func (k cronKind) tasks() bool { return k.operator || k.oracle }
 
 type cronResult struct {
 	b0          b0Result
@@ -479,7 +496,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 
 	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		name := fmt.Sprintf("cron-%05d", i)
-		if kind.operator {
+		if kind.tasks() {
 			return cronTask(benchNamespace, name, schedule)
 		}
 		return cronJob(benchNamespace, name, schedule)
@@ -489,6 +506,12 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	}
 	o.logf("cron %s: created in %.2f s", kind.name, end.Sub(start).Seconds())
 	snapAt := slot.Add(-3 * time.Second)
+	var oracle *oracleProcess
+	if kind.oracle {
+		if oracle, err = startOracle(ctx, o, cl, oracleArgs{namespace: benchNamespace, mode: oracleCron, n: o.n, slot: slot}); err != nil {
+			return nil, err
+		}
+	}
 	if kind.operator {
 		n := o.n
 		err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks scheduled", n), time.Until(snapAt), func(_, _, scheduled, _, _ int) bool { return scheduled >= n })
@@ -517,7 +540,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		// The fire only (3 s before the slot to about 3 x T0 after it):
 		// what the operator spends its CPU on while the starts are due,
 		// not the records that follow.
-		prof = op.cpuProfile(ctx, 3*time.Second+time.Duration(max(3*res.b0.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
+		prof = op.cpuProfile(ctx, o, 3*time.Second+time.Duration(max(3*res.b0.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
 	}
 	periodEnd := slot.Add(time.Minute)
 	if err := sleepUntil(ctx, periodEnd); err != nil {
@@ -528,9 +551,12 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		return nil, err
 	}
 	o.logf("cron %s diagnosis: %s", kind.name, diagnose(before, after))
-	if kind.operator {
+	switch {
+	case kind.operator:
 		res.writes, err = operatorWrites(cl, before, after, nil)
-	} else {
+	case kind.oracle:
+		err = oracle.wait() // it creates the Jobs and nothing else
+	default:
 		res.writes, err = cronJobWrites(ctx, cl, benchNamespace, before, after)
 	}
 	if err != nil {
@@ -546,7 +572,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	_, jobs := tr.snapshot()
 	for name, j := range jobs {
 		forSlot := false
-		if kind.operator {
+		if kind.tasks() {
 			forSlot = j.run == runID
 		} else {
 			forSlot = j.scheduled.Equal(slot) || (j.scheduled.IsZero() && name == j.cronJob+"-"+strconv.FormatInt(slot.Unix()/60, 10))
@@ -568,8 +594,11 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 			return nil, err
 		}
 		who := actorCronJob
-		if kind.operator {
+		switch {
+		case kind.operator:
 			who = actorOperator
+		case kind.oracle:
+			who = actorOracle
 		}
 		res.fireStatus = counts[who]["tasks/status"] + counts[who]["cronjobs/status"]
 		if res.fireCost, err = jobCreateCost(cl.audit, benchNamespace, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond)); err != nil {

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// passCost is what the TaskQueue controller's passes cost in a window of
+// fixed length: how many, their mean duration (controller-runtime's
+// reconcile time: mostly waiting on the API server under load), the CPU
+// they used each (a CPU profile over the window, the time under the
+// queue's Reconcile) and the bytes and objects they allocated each (two
+// allocation profiles, the same frame; the runtime samples one allocation
+// per 512 KiB, so these are estimates).
+type passCost struct {
+	passes, mean   float64 // count, seconds
+	cpu            float64 // seconds per pass
+	bytes, objects float64 // per pass; NaN when the profiles could not be read
+}
+
+func (p passCost) String() string {
+	return fmt.Sprintf("%s passes, mean %s ms, CPU %s ms, %s KiB and %s objects allocated per pass",
+		fmtNum(p.passes), fmtNum(p.mean*1000), fmtNum(p.cpu*1000), fmtNum(p.bytes/1024), fmtNum(p.objects))
+}
+
+// passWindowLength is how long queue passes are measured.
+const passWindowLength = 15 * time.Second
+
+// queueReconcile is the frame whose cumulative allocations are the queue
+// controller's.
+const queueReconcile = "taskqueue.(*Reconciler).Reconcile"
+
+// measurePasses measures the queue controller's passes for
+// passWindowLength from now; label names the profile files (kept in the
+// profiles folder).
+func measurePasses(ctx context.Context, o *options, cl *cluster, op *operator, label string) (passCost, error) {
+	var p passCost
+	prefix := filepath.Join(o.workDir, "profiles", label)
+	before, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return p, err
+	}
+	if err := op.saveProfile(ctx, "allocs", prefix+".allocs-0.pprof"); err != nil {
+		return p, err
+	}
+	secs := strconv.Itoa(int(passWindowLength.Seconds()))
+	cpu, err := op.get(ctx, op.PprofURL()+"/profile?seconds="+secs)
+	if err != nil {
+		return p, err
+	}
+	if err := os.WriteFile(prefix+".cpu.pprof", cpu, 0o644); err != nil {
+		return p, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return p, err
+	}
+	if err := op.saveProfile(ctx, "allocs", prefix+".allocs-1.pprof"); err != nil {
+		return p, err
+	}
+	o.logf("%s: queue pass window diagnosis: %s", label, diagnose(before, after))
+	queue := func(l map[string]string) bool { return l["controller"] == "taskqueue" }
+	p.passes = after.op.Sum("controller_runtime_reconcile_time_seconds_count", queue) - before.op.Sum("controller_runtime_reconcile_time_seconds_count", queue)
+	p.mean = ratio(after.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue)-before.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue), p.passes)
+	ns, err1 := cumulativeUnder(ctx, "", prefix+".cpu.pprof", "cpu", "ns", queueReconcile)
+	bytes, err2 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_space", "B", queueReconcile)
+	objects, err3 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_objects", "", queueReconcile)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		o.logf("reading the profiles of %s: %v", label, err)
+	}
+	p.cpu, p.bytes, p.objects = ratio(ns/1e9, p.passes), ratio(bytes, p.passes), ratio(objects, p.passes)
+	return p, nil
+}
+
+// cumulativeUnder is the cumulative sample value (index: cpu, alloc_space,
+// alloc_objects; shown in unit) of the frames named frame in a profile, or
+// between two profiles of the same process (base not empty), read with `go
+// tool pprof` (the Go toolchain that runs the benchmark).
+func cumulativeUnder(ctx context.Context, base, profile, index, unit, frame string) (float64, error) {
+	args := []string{"tool", "pprof", "-top", "-cum", "-nodecount=100000", "-nodefraction=0", "-sample_index=" + index}
+	if unit != "" {
+		args = append(args, "-unit="+unit)
+	}
+	if base != "" {
+		args = append(args, "-diff_base="+base)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, profile)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("go tool pprof: %v: %s", err, stderr.String())
+	}
+	return cumulativeOf(out, frame)
+}
+
+// cumulativeOf reads the "cum" column of frame's line in `pprof -top
+// -cum` output (flat flat% sum% cum cum% name); a frame absent from the
+// profile allocated nothing that was sampled.
+func cumulativeOf(top []byte, frame string) (float64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(top))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 || !strings.HasSuffix(f[5], frame) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimRight(f[3], "abcdefghijklmnopqrstuvwxyzB"), 64)
+		if err != nil {
+			return 0, fmt.Errorf("reading %q: %w", sc.Text(), err)
+		}
+		return v, nil
+	}
+	return 0, sc.Err()
+}
+
+// saveProfile writes one of the operator's pprof profiles (heap, allocs,
+// goroutine) to path.
+func (op *operator) saveProfile(ctx context.Context, name, path string) error {
+	prof, err := op.get(ctx, op.PprofURL()+"/"+name)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, prof, 0o644)
+}

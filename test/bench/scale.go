@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// The scale scenario (make bench-scale, -scenarios scale, meant for
+// -n 10000; not part of "all"): one cluster and one operator carrying N
+// Tasks, asked what grows with N.
+//
+//  1. One-shot bursts: N/10 Tasks, then the other 9N/10: writes per Task,
+//     CPU and memory per 1000 Tasks in each phase (the second must cost
+//     what the first did).
+//  2. N cron Tasks not due, then the operator restarted over the 2N
+//     Tasks: time from the process start to one pass over every Task
+//     (controller-runtime's reconcile count), writes (0 is right) and
+//     reads in the 20 s after it.
+//  3. Queue passes: a TaskQueue of maxRunning 100 with N Tasks against the
+//     same queue with 400 (about 300 to 100 waiting): mean pass time, CPU
+//     and allocations per pass while the line is long, admission p99,
+//     throughput against a closed loop of un-queued Tasks at the same
+//     parallelism.
+//  4. A TaskQueue of maxRunning 5000 holding 4999 places admits one more:
+//     the bytes of that record write (the API server's request body
+//     size) and of the stored record.
+//  5. One metrics scrape with 2N Tasks: bytes and per-Task series.
+
+const (
+	scaleNamespace = "bench-scale"
+	// scaleQueueParallel is the maxRunning of the queues compared in step 3.
+	scaleQueueParallel = 100
+	// scaleSmallQueue: Tasks of the short line (about 300 to 100 waiting in
+	// the measured window).
+	scaleSmallQueue = 400
+	// scaleFreeAttempts: attempts of the un-queued closed loop (its rate
+	// is steady after a few hundred).
+	scaleFreeAttempts = 2000
+	// scaleLongQueueMeasured: completions of the long line measured
+	// (admission, throughput); the rest of it still runs during step 4
+	// (the whole line would take a quarter of an hour to drain here).
+	scaleLongQueueMeasured = 2000
+	// scaleWideCap is the maxRunning of step 4's queue.
+	scaleWideCap = 5000
+)
+
+// scalePhase is one one-shot burst of step 1.
+type scalePhase struct {
+	tasks      int
+	firstToNth float64 // s, the first create to the N-th Job seen
+	writes     writeCount
+	cpu        float64 // operator CPU-s in the phase
+	// rss, heap: MiB per 1000 Tasks the phase added.
+	rss, heap float64
+}
+
+type scaleResult struct {
+	n      int
+	phases []scalePhase
+	// restart (step 2)
+	restartTasks     int
+	restartFirstPass float64 // s
+	restartWrites    writeCount
+	// queues (step 3)
+	small, big *queueResult
+	// wide queue (step 4): bytes of the admission write and of the stored record
+	wideWrite, wideStored float64
+	// scrape (step 5)
+	scrape memPoint
+}
+
+func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error) {
+	n := o.n
+	s := o.fastKCM()
+	s.nodePods = max(s.nodePods, 2*n+scaleWideCap+1000)
+	cl, err := upCluster(ctx, o, s)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.down(ctx, o)
+	if err := cl.ensureNamespace(ctx, scaleNamespace); err != nil {
+		return nil, err
+	}
+	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("scale-%d", rep))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { op.stop(o) }()
+	tr, err := startTracker(ctx, cl, scaleNamespace, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+	res := &scaleResult{n: n}
+
+	// 1. Two one-shot bursts.
+	mem, err := measureMemory(ctx, o, op, tr, fmt.Sprintf("scale-%d-0", rep), 0)
+	if err != nil {
+		return nil, err
+	}
+	total := 0
+	for _, add := range []int{max(n/10, 1), n - max(n/10, 1)} {
+		if add == 0 {
+			continue
+		}
+		ph, next, err := scaleBurst(ctx, o, cl, op, tr, total, add, mem, fmt.Sprintf("scale-%d-%d", rep, total+add))
+		if err != nil {
+			return nil, err
+		}
+		res.phases = append(res.phases, ph)
+		total += add
+		mem = next
+	}
+
+	// 2. N cron Tasks, then a restart over all.
+	schedule := fmt.Sprintf("%d %d * * *", time.Now().UTC().Minute(), (time.Now().UTC().Hour()+12)%24)
+	if _, _, err := createAll(ctx, cl.c, n, o.workers, func(i int) client.Object {
+		return cronTask(scaleNamespace, fmt.Sprintf("cron-%05d", i), schedule)
+	}); err != nil {
+		return nil, err
+	}
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d cron Tasks scheduled", n), o.timeout(2*time.Minute), func(_, _, scheduled, _, _ int) bool { return scheduled >= n }); err != nil {
+		return nil, err
+	}
+	if res.scrape, err = measureMemory(ctx, o, op, tr, fmt.Sprintf("scale-%d-cron", rep), 2*n); err != nil {
+		return nil, err
+	}
+	res.restartTasks = 2 * n
+	if op, err = restartOver(ctx, o, cl, op, res, fmt.Sprintf("scale-%d-restart", rep)); err != nil {
+		return nil, err
+	}
+
+	// 3. Short and long lines in a queue of 100, and the un-queued loop.
+	par := scaleQueueParallel
+	free, err := runUnqueued(ctx, o, cl, "bench-scale-free", min(scaleFreeAttempts, n), par)
+	if err != nil {
+		return nil, err
+	}
+	res.small = &queueResult{parallel: par, n: min(scaleSmallQueue, n), unqueued: free}
+	if err := runQueued(ctx, o, cl, op, "bench-scale-q-short", res.small, fmt.Sprintf("scale-%d-q-short", rep)); err != nil {
+		return nil, err
+	}
+	res.big = &queueResult{parallel: par, n: n, unqueued: free, until: min(scaleLongQueueMeasured, n)}
+	if err := runQueued(ctx, o, cl, op, "bench-scale-q-long", res.big, fmt.Sprintf("scale-%d-q-long", rep)); err != nil {
+		return nil, err
+	}
+
+	// 4. The wide queue's admission write.
+	if res.wideWrite, res.wideStored, err = wideAdmission(ctx, o, cl); err != nil {
+		return nil, err
+	}
+	o.logf("scale: %s", res.summary())
+	return res, nil
+}
+
+// scaleBurst creates add one-shot Tasks after base others, waits until
+// they are Ready, and measures the phase against the memory point before.
+func scaleBurst(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, base, add int, before memPoint, label string) (scalePhase, memPoint, error) {
+	ph := scalePhase{tasks: add}
+	snap0, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return ph, memPoint{}, err
+	}
+	var prof <-chan error
+	if o.profile { // about the creates and the Jobs (the burst's busiest part)
+		prof = op.cpuProfile(ctx, o, time.Duration(max(add/100, 5))*time.Second, filepath.Join(o.workDir, "profiles", label+".cpu.pprof"))
+	}
+	start, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
+		return oneShotTask(scaleNamespace, fmt.Sprintf("one-%05d", base+i))
+	})
+	if err != nil {
+		return ph, memPoint{}, err
+	}
+	want := base + add
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Jobs", want), o.timeout(2*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= want }); err != nil {
+		return ph, memPoint{}, err
+	}
+	ph.firstToNth = time.Since(start).Seconds()
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks Ready", want), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= want }); err != nil {
+		return ph, memPoint{}, err
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			o.logf("CPU profile: %v", err)
+		}
+	}
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return ph, memPoint{}, err
+	}
+	snap1, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return ph, memPoint{}, err
+	}
+	o.logf("scale burst of %d diagnosis: %s", add, diagnose(snap0, snap1))
+	ph.cpu = snap1.op.Value("process_cpu_seconds_total") - snap0.op.Value("process_cpu_seconds_total")
+	if ph.writes, err = operatorWrites(cl, snap0, snap1, map[string]float64{"tasks": float64(add)}); err != nil {
+		return ph, memPoint{}, err
+	}
+	after, err := measureMemory(ctx, o, op, tr, label, want)
+	if err != nil {
+		return ph, memPoint{}, err
+	}
+	per := float64(add) / 1000
+	ph.rss, ph.heap = (after.rss-before.rss)/(1<<20)/per, (after.heap-before.heap)/(1<<20)/per
+	o.logf("scale burst: %d Tasks (%d in all): %d-th Job after %.1f s; writes/Task %.3f (%s); CPU %.2f s per 1000; RSS %.2f, heap %.2f MiB per 1000",
+		add, want, add, ph.firstToNth, ph.writes.total()/float64(add), ph.writes.breakdown(float64(add)), ph.cpu/per, ph.rss, ph.heap)
+	return ph, after, nil
+}
+
+// restartOver stops the operator and starts a new one over the Tasks in
+// the cluster; it returns the new operator.
+func restartOver(ctx context.Context, o *options, cl *cluster, op *operator, res *scaleResult, name string) (*operator, error) {
+	op.stop(o)
+	before, err := takeSnap(ctx, cl, nil)
+	if err != nil {
+		return op, err
+	}
+	start := time.Now()
+	op, err = startOperator(ctx, o, cl, operatorSettings{}, name)
+	if err != nil {
+		return op, err
+	}
+	task := func(l map[string]string) bool { return l["controller"] == "task" }
+	want := float64(res.restartTasks)
+	if err := poll(ctx, o.timeout(2*time.Minute), 250*time.Millisecond, func() (bool, error) {
+		m, err := op.metrics(ctx)
+		if err != nil {
+			return false, err
+		}
+		return m.Sum("controller_runtime_reconcile_total", task) >= want, nil
+	}); err != nil {
+		return op, fmt.Errorf("waiting for %d reconciles after the restart: %w", res.restartTasks, err)
+	}
+	res.restartFirstPass = time.Since(start).Seconds()
+	if err := sleepUntil(ctx, time.Now().Add(4*o.settle)); err != nil {
+		return op, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return op, err
+	}
+	o.logf("restart diagnosis: %s", diagnose(before, after))
+	if res.restartWrites, err = operatorWrites(cl, before, after, nil); err != nil {
+		return op, err
+	}
+	o.logf("restart over %d Tasks: one pass over all %.1f s after the process started; then, to %.0f s: %.0f writes (%s), %.0f events, reads %s",
+		res.restartTasks, res.restartFirstPass, after.at.Sub(start).Seconds(), res.restartWrites.total(), res.restartWrites.breakdown(1), res.restartWrites.events, breakdown(res.restartWrites.reads, 1))
+	return op, nil
+}
+
+// wideAdmission fills a TaskQueue of maxRunning scaleWideCap with
+// scaleWideCap-1 long attempts, then adds one Task: the mean body of the
+// record writes in that step (the API server's request_body_size for
+// taskqueues) and the stored record's size, in bytes.
+func wideAdmission(ctx context.Context, o *options, cl *cluster) (write, stored float64, err error) {
+	const ns = "bench-scale-wide"
+	if err := cl.ensureNamespace(ctx, ns); err != nil {
+		return 0, 0, err
+	}
+	tr, err := startTracker(ctx, cl, ns, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer tr.close()
+	q := testutil.NewTaskQueue(ns, "wide", scaleWideCap)
+	if err := cl.c.Create(ctx, q); err != nil {
+		return 0, 0, err
+	}
+	long := func(name string) client.Object {
+		t := queueTask(ns, name, 0, "wide")
+		testutil.PodAnnotations(harness.SimDuration, "3600")(t) // hold the place
+		return t
+	}
+	fill := scaleWideCap - 1
+	if _, _, err := createAll(ctx, cl.c, fill, o.workers, func(i int) client.Object { return long(fmt.Sprintf("wide-%05d", i)) }); err != nil {
+		return 0, 0, err
+	}
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d wide-queue Jobs", fill), o.timeout(5*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= fill }); err != nil {
+		return 0, 0, err
+	}
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return 0, 0, err
+	}
+	before, err := cl.apiMetrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := cl.c.Create(ctx, long("wide-last")); err != nil {
+		return 0, 0, err
+	}
+	if err := tr.waitFor(ctx, o, "the last wide-queue Job", time.Minute, func(_, _, _, jobs, _ int) bool { return jobs >= fill+1 }); err != nil {
+		return 0, 0, err
+	}
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return 0, 0, err
+	}
+	after, err := cl.apiMetrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	queues := func(l map[string]string) bool { return l["resource"] == "taskqueues" }
+	sum := after.Sum("apiserver_request_body_size_bytes_sum", queues) - before.Sum("apiserver_request_body_size_bytes_sum", queues)
+	count := after.Sum("apiserver_request_body_size_bytes_count", queues) - before.Sum("apiserver_request_body_size_bytes_count", queues)
+	write = ratio(sum, count)
+	var got v1alpha1.TaskQueue
+	if err := cl.c.Get(ctx, client.ObjectKeyFromObject(q), &got); err != nil {
+		return 0, 0, err
+	}
+	body, err := json.Marshal(&got)
+	if err != nil {
+		return 0, 0, err
+	}
+	o.logf("wide queue: %d places held, one more admitted: %.0f record writes of %.0f bytes on average; the stored record %d bytes (%d names)",
+		fill, count, write, len(body), len(got.Status.Admitted))
+	return write, float64(len(body)), nil
+}
+
+func (r *scaleResult) summary() string {
+	s := fmt.Sprintf("N=%d; restart over %d Tasks: first pass %.1f s, %.0f writes", r.n, r.restartTasks, r.restartFirstPass, r.restartWrites.total())
+	if r.small != nil && r.big != nil {
+		s += fmt.Sprintf("; queue pass mean %.1f ms with %d->%d waiting vs %.1f ms with %d->%d (%.2fx)",
+			r.big.pass.mean*1000, r.big.waitingFrom, r.big.waitingTo, r.small.pass.mean*1000, r.small.waitingFrom, r.small.waitingTo, ratio(r.big.pass.mean, r.small.pass.mean))
+	}
+	return s + fmt.Sprintf("; wide queue admission write %.0f bytes (stored %.0f)", r.wideWrite, r.wideStored)
+}
+
+// renderScale adds the scale scenario's rows.
+func (rs *results) renderScale(add func(scen, metric, value, target string)) {
+	sf := func(f func(*scaleResult) float64) []float64 {
+		return rs.collect(func(r *repeatResult) float64 {
+			if r.scale == nil {
+				return math.NaN()
+			}
+			return f(r.scale)
+		})
+	}
+	if !anyValue(sf(func(r *scaleResult) float64 { return float64(r.n) })) {
+		return
+	}
+	last := rs.reps[len(rs.reps)-1].scale
+	const scen = "scale"
+	within := func(xs []float64, limit float64) string {
+		return "<= " + fmtNum(limit) + ": " + verdict(xs, func(x float64) bool { return x <= limit })
+	}
+	phase := func(i int, f func(scalePhase) float64) func(*scaleResult) float64 {
+		return func(r *scaleResult) float64 {
+			if len(r.phases) <= i {
+				return math.NaN()
+			}
+			return f(r.phases[i])
+		}
+	}
+	writes := func(p scalePhase) float64 { return p.writes.total() / float64(p.tasks) }
+	cpu := func(p scalePhase) float64 { return p.cpu / float64(p.tasks) * 1000 }
+	rss := func(p scalePhase) float64 { return p.rss }
+	heap := func(p scalePhase) float64 { return p.heap }
+	if len(last.phases) == 2 {
+		a, b := last.phases[0].tasks, last.phases[1].tasks
+		for _, m := range []struct {
+			what   string
+			f      func(scalePhase) float64
+			unit   string
+			target float64
+		}{
+			{"operator writes per one-shot Task, events excluded", writes, "", 3},
+			{"operator CPU per 1000 Tasks", cpu, "CPU-s", 5},
+			{"RSS growth per 1000 Tasks", rss, "MiB", memRSSTarget},
+			{"live Go heap growth per 1000 Tasks", heap, "MiB", memHeapTarget},
+		} {
+			first, rest := sf(phase(0, m.f)), sf(phase(1, m.f))
+			add(scen, fmt.Sprintf("%s: the first %d / the next %d", m.what, a, b), spread(first, m.unit)+" / "+spread(rest, m.unit), within(rest, m.target))
+			grow := sf(func(r *scaleResult) float64 { return ratio(phase(1, m.f)(r), phase(0, m.f)(r)) })
+			add(scen, "  the next / the first (target <= 1.1: the same within 10%)", spread(grow, "x"), within(grow, 1.1))
+		}
+	}
+	first := sf(func(r *scaleResult) float64 { return r.restartFirstPass })
+	add(scen, fmt.Sprintf("restart over %d finished and cron Tasks: process start to one pass over all", last.restartTasks), spread(first, "s"), within(first, 60))
+	w := sf(func(r *scaleResult) float64 { return r.restartWrites.total() })
+	add(scen, "  operator writes in the restart window, events excluded", spread(w, "")+" ("+last.restartWrites.breakdown(1)+")", "0: "+verdict(w, func(x float64) bool { return x == 0 }))
+	add(scen, "  operator reads in the restart window (last repeat)", breakdown(last.restartWrites.reads, 1), "")
+	if last.small != nil && last.big != nil {
+		pass := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.mean, r.small.pass.mean) })
+		add(scen, fmt.Sprintf("queue of maxRunning %d: mean pass with %d->%d waiting / with %d->%d", last.big.parallel, last.big.waitingFrom, last.big.waitingTo, last.small.waitingFrom, last.small.waitingTo),
+			spread(pass, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.pass.mean*1000), fmtNum(last.small.pass.mean*1000)), within(pass, 2))
+		cpu := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.cpu, r.small.pass.cpu) })
+		add(scen, "  CPU per pass, long line / short", spread(cpu, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.pass.cpu*1000), fmtNum(last.small.pass.cpu*1000)), within(cpu, 2))
+		alloc := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.bytes, r.small.pass.bytes) })
+		add(scen, "  bytes allocated per pass, long line / short", spread(alloc, "x")+fmt.Sprintf(" (%s KiB / %s KiB)", fmtNum(last.big.pass.bytes/1024), fmtNum(last.small.pass.bytes/1024)), "")
+		p99 := sf(func(r *scaleResult) float64 { return percentile(r.big.admit, 99) })
+		add(scen, fmt.Sprintf("  %d queued Tasks, the first %d completions: admission latency p99", last.big.n, last.big.until), spread(p99, "s"), within(p99, 1))
+		thr := sf(func(r *scaleResult) float64 { return r.big.queued / r.big.unqueued })
+		add(scen, fmt.Sprintf("  queued / un-queued attempts per second (%s / %s)", fmtNum(last.big.queued), fmtNum(last.big.unqueued)), spread(thr, "x"), ">= 0.8: "+verdict(thr, func(x float64) bool { return x >= 0.8 }))
+		inv := sf(func(r *scaleResult) float64 { return float64(r.big.inversions) })
+		add(scen, "  priority inversions", spread(inv, ""), "0: "+verdict(inv, func(x float64) bool { return x == 0 }))
+		most := sf(func(r *scaleResult) float64 { return float64(r.big.maxActive) })
+		add(scen, "  most attempts active at once", spread(most, ""), within(most, float64(last.big.parallel)))
+	}
+	wide := sf(func(r *scaleResult) float64 { return r.wideWrite })
+	add(scen, fmt.Sprintf("queue of maxRunning %d, full: bytes of the admission write", scaleWideCap), spread(wide, "B"), within(wide, 10240))
+	add(scen, "  the stored record", spread(sf(func(r *scaleResult) float64 { return r.wideStored }), "B"), "")
+	add(scen, fmt.Sprintf("one metrics scrape with %d Tasks: size / per-Task series", last.scrape.tasks),
+		spread(sf(func(r *scaleResult) float64 { return r.scrape.scrape / 1024 }), "KiB")+" / "+spread(sf(func(r *scaleResult) float64 { return r.scrape.taskSeries }), ""), "")
+}
