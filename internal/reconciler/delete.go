@@ -70,9 +70,12 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 	// patch of metadata.finalizers replaces the whole list, so without
 	// the lock a finalizer another controller added meanwhile would be
 	// lost. A conflict runs the pass again.
-	base := task.DeepCopy()
 	controllerutil.RemoveFinalizer(task, v1alpha1.Finalizer)
-	if err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+	patch, err := finalizersPatch(task)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.Client.Patch(ctx, task, patch); err != nil {
 		if err = ctrl.IgnoreNotFound(err); err != nil {
 			return guards.OnConflict(ctx, fmt.Errorf("delete: removing the finalizer: %w", err))
 		}

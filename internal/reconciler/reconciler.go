@@ -107,9 +107,12 @@ func (r *TaskReconciler) addFinalizer(ctx context.Context, task *v1alpha1.Task) 
 		return nil
 	}
 	computed := task.Status // the patch response overwrites it
-	base := task.DeepCopy()
 	controllerutil.AddFinalizer(task, v1alpha1.Finalizer)
-	err := r.Client.Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{}))
+	patch, err := finalizersPatch(task)
+	if err != nil {
+		return err
+	}
+	err = r.Client.Patch(ctx, task, patch)
 	task.Status = computed
 	return err
 }
@@ -246,9 +249,11 @@ func (r *TaskReconciler) writeStatus(ctx context.Context, task *v1alpha1.Task, o
 	if equality.Semantic.DeepEqual(*old, task.Status) {
 		return nil
 	}
-	base := task.DeepCopy()
-	base.Status = *old
-	if err := r.Client.Status().Patch(ctx, task, ctrl.MergeFromWithOptions(base, ctrl.MergeFromWithOptimisticLock{})); err != nil {
+	patch, err := statusPatch(task, old)
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Status().Patch(ctx, task, patch); err != nil {
 		return err
 	}
 	r.Shortcuts.RememberWrite(task, r.Clock.Now())
