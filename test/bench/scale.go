@@ -37,7 +37,12 @@ import (
 //  5. One metrics scrape with 2N Tasks: bytes and per-Task series.
 
 const (
-	scaleNamespace = "bench-scale"
+	// scaleShards: the one-shot and cron Tasks are spread over this many
+	// namespaces. In one namespace the Job controller (which looks through
+	// the namespace's pods for each Job it syncs) completes fewer than 3
+	// Jobs a second once 10,000 pods exist, and that, not the operator,
+	// would be what the scenario measures.
+	scaleShards = 10
 	// scaleQueueParallel is the maxRunning of the queues compared in step 3.
 	scaleQueueParallel = 100
 	// scaleSmallQueue: Tasks of the short line (about 300 to 100 waiting in
@@ -88,15 +93,17 @@ func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error
 		return nil, err
 	}
 	defer cl.down(ctx, o)
-	if err := cl.ensureNamespace(ctx, scaleNamespace); err != nil {
-		return nil, err
+	for _, ns := range scaleNamespaces() {
+		if err := cl.ensureNamespace(ctx, ns); err != nil {
+			return nil, err
+		}
 	}
 	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("scale-%d", rep))
 	if err != nil {
 		return nil, err
 	}
 	defer func() { op.stop(o) }()
-	tr, err := startTracker(ctx, cl, scaleNamespace, true)
+	tr, err := startTrackerIn(ctx, cl, scaleNamespaces(), true)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +132,7 @@ func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error
 	// 2. N cron Tasks, then a restart over all.
 	schedule := fmt.Sprintf("%d %d * * *", time.Now().UTC().Minute(), (time.Now().UTC().Hour()+12)%24)
 	if _, _, err := createAll(ctx, cl.c, n, o.workers, func(i int) client.Object {
-		return cronTask(scaleNamespace, fmt.Sprintf("cron-%05d", i), schedule)
+		return cronTask(scaleNamespaceOf(i), fmt.Sprintf("cron-%05d", i), schedule)
 	}); err != nil {
 		return nil, err
 	}
@@ -163,6 +170,18 @@ func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error
 	return res, nil
 }
 
+// scaleNamespaces are the namespaces of the one-shot and cron Tasks.
+func scaleNamespaces() []string {
+	var out []string
+	for i := range scaleShards {
+		out = append(out, scaleNamespaceOf(i))
+	}
+	return out
+}
+
+// scaleNamespaceOf is the namespace of Task i.
+func scaleNamespaceOf(i int) string { return fmt.Sprintf("bench-scale-%d", i%scaleShards) }
+
 // scaleBurst creates add one-shot Tasks after base others, waits until
 // they are Ready, and measures the phase against the memory point before.
 func scaleBurst(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, base, add int, before memPoint, label string) (scalePhase, memPoint, error) {
@@ -173,10 +192,10 @@ func scaleBurst(ctx context.Context, o *options, cl *cluster, op *operator, tr *
 	}
 	var prof <-chan error
 	if o.profile { // about the creates and the Jobs (the burst's busiest part)
-		prof = op.cpuProfile(ctx, o, time.Duration(max(add/100, 5))*time.Second, filepath.Join(o.workDir, "profiles", label+".cpu.pprof"))
+		prof = op.cpuProfile(ctx, o, time.Duration(max(add/40, 5))*time.Second, filepath.Join(o.workDir, "profiles", label+".cpu.pprof"))
 	}
 	start, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
-		return oneShotTask(scaleNamespace, fmt.Sprintf("one-%05d", base+i))
+		return oneShotTask(scaleNamespaceOf(base+i), fmt.Sprintf("one-%05d", base+i))
 	})
 	if err != nil {
 		return ph, memPoint{}, err

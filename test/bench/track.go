@@ -59,9 +59,19 @@ type tracker struct {
 const cronJobScheduledAnnotation = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 func startTracker(ctx context.Context, cl *cluster, namespace string, withTasks bool) (*tracker, error) {
+	return startTrackerIn(ctx, cl, []string{namespace}, withTasks)
+}
+
+// startTrackerIn tracks several namespaces at once (object names must
+// differ across them).
+func startTrackerIn(ctx context.Context, cl *cluster, namespaces []string, withTasks bool) (*tracker, error) {
+	nss := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		nss[ns] = cache.Config{}
+	}
 	c, err := cache.New(cl.cfg, cache.Options{
 		Scheme:            scheme,
-		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultNamespaces: nss,
 		DefaultTransform:  cache.TransformStripManagedFields(),
 	})
 	if err != nil {
