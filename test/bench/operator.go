@@ -75,11 +75,22 @@ func (op *operator) stop(o *options) {
 }
 
 func (op *operator) get(ctx context.Context, url string) ([]byte, error) {
+	return op.fetch(ctx, op.http, url)
+}
+
+// getLong is get without the client's timeout: ctx bounds it.
+func (op *operator) getLong(ctx context.Context, url string) ([]byte, error) {
+	c := *op.http
+	c.Timeout = 0
+	return op.fetch(ctx, &c, url)
+}
+
+func (op *operator) fetch(ctx context.Context, c *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := op.http.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +138,10 @@ func (op *operator) cpuProfile(ctx context.Context, o *options, d time.Duration,
 	ch := make(chan error, 1)
 	go func() {
 		secs := max(int(d.Seconds()+0.5), 1)
-		prof, err := op.get(ctx, op.PprofURL()+"/profile?seconds="+strconv.Itoa(secs))
+		// The client's own timeout (2 minutes) would cut a longer profile.
+		pctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+		defer cancel()
+		prof, err := op.getLong(pctx, op.PprofURL()+"/profile?seconds="+strconv.Itoa(secs))
 		if err == nil {
 			err = os.WriteFile(path, prof, 0o644)
 		}
