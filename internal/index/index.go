@@ -7,6 +7,8 @@
 // The queue's two indexes keep a queue pass flat: it reads the attempts
 // waiting and running, never the queue's finished history, so a burst of N
 // queued Tasks costs O(N) passes of O(places + waiting) each, not O(N²).
+// WaitingLine (line.go) reads the waiting Tasks through the Task
+// informer's own index, without the copy a List makes of each.
 package index
 
 import (

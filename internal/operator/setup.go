@@ -25,9 +25,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, tasks
 	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("adding the cache's indexes: %w", err)
 	}
+	line, err := index.NewWaitingLine(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	opts = tasks.Shortcuts.ControllerOptions(opts)
 	queues := &taskqueue.Reconciler{Client: tasks.Client, APIReader: tasks.APIReader, Recorder: tasks.Recorder,
-		Clock: tasks.Clock, Lease: tasks.Lease, Shortcuts: tasks.Shortcuts}
+		Clock: tasks.Clock, Lease: tasks.Lease, Shortcuts: tasks.Shortcuts, Line: line}
 	if err := queues.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the TaskQueue controller: %w", err)
 	}

@@ -50,6 +50,9 @@ type Reconciler struct {
 	// cache shows them, the records written here reach its passes at once,
 	// and so do the Tasks admitted. nil: none.
 	Shortcuts *fastpath.Shortcuts
+	// Line reads the waiting Tasks without copying them (index.WaitingLine);
+	// nil: through the cache's field index.
+	Line *index.WaitingLine
 }
 
 // +kubebuilder:rbac:groups=batch.taskops.io,resources=taskqueues/status,verbs=get;patch
@@ -179,13 +182,13 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 // seconds, and a place given meanwhile would go to an attempt behind
 // them). Each is the newest of the two (fastpath Peek); never change one.
 func (r *Reconciler) waitingTasks(ctx context.Context, tq *v1alpha1.TaskQueue) (map[string]*v1alpha1.Task, error) {
-	var taskList v1alpha1.TaskList
-	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.QueueWaiting: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing the queue's Tasks: %w", err)
+	listed, err := r.listWaiting(ctx, tq)
+	if err != nil {
+		return nil, err
 	}
-	tasks := make(map[string]*v1alpha1.Task, len(taskList.Items))
-	for i := range taskList.Items {
-		t := r.Shortcuts.Peek(&taskList.Items[i])
+	tasks := make(map[string]*v1alpha1.Task, len(listed))
+	for _, t := range listed {
+		t = r.Shortcuts.Peek(t)
 		tasks[t.Name] = t
 	}
 	for _, mine := range r.Shortcuts.WaitingIn(tq.Namespace, tq.Name) {
@@ -201,6 +204,28 @@ func (r *Reconciler) waitingTasks(ctx context.Context, tq *v1alpha1.TaskQueue) (
 		}
 	}
 	return tasks, nil
+}
+
+// listWaiting reads the Tasks waiting in the queue from the cache: through
+// the informer's own index when the manager wired one (Line: the cached
+// objects themselves), else through the cache's field index (copies).
+func (r *Reconciler) listWaiting(ctx context.Context, tq *v1alpha1.TaskQueue) ([]*v1alpha1.Task, error) {
+	if r.Line != nil {
+		tasks, err := r.Line.In(tq.Namespace, tq.Name)
+		if err != nil {
+			return nil, fmt.Errorf("reading the queue's waiting line: %w", err)
+		}
+		return tasks, nil
+	}
+	var taskList v1alpha1.TaskList
+	if err := r.Client.List(ctx, &taskList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.QueueWaiting: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the queue's Tasks: %w", err)
+	}
+	out := make([]*v1alpha1.Task, len(taskList.Items))
+	for i := range taskList.Items {
+		out[i] = &taskList.Items[i]
+	}
+	return out, nil
 }
 
 // setQueueReady sets the queue's Ready condition: True while it admits.
