@@ -128,7 +128,23 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 	if err != nil {
 		return in, nil, err
 	}
-	waited := map[string]bool{}
+	var jobList batchv1.JobList
+	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.QueuePlaces: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
+		return in, nil, fmt.Errorf("listing the queue's Jobs: %w", err)
+	}
+	for i := range jobList.Items {
+		in.Jobs[jobList.Items[i].Name] = admission.JobState{}
+	}
+	// The record's names that hold no place by the index: few (attempts
+	// admitted whose Job is not in the cache yet, or finished), so the
+	// line is checked against them rather than kept as a set of its own.
+	unplaced := map[string]bool{}
+	for _, name := range tq.Status.Admitted {
+		if _, ok := in.Jobs[name]; !ok {
+			unplaced[name] = false // true once a Task is seen waiting for it
+		}
+	}
+	in.Waiting = make([]admission.Waiting, 0, len(tasks))
 	for _, t := range tasks {
 		if !t.DeletionTimestamp.IsZero() {
 			continue // a deleted Task waits for nothing
@@ -138,25 +154,22 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 				continue // a suspended Task waits only for its run-now runs
 			}
 			in.Waiting = append(in.Waiting, admission.Waiting{Task: t.Name, JobName: q.JobName, Priority: t.Spec.Priority, Since: q.Since.Time})
-			waited[q.JobName] = true
+			if _, ok := unplaced[q.JobName]; ok {
+				unplaced[q.JobName] = true
+			}
 		}
-	}
-	var jobList batchv1.JobList
-	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.QueuePlaces: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
-		return in, nil, fmt.Errorf("listing the queue's Jobs: %w", err)
-	}
-	for i := range jobList.Items {
-		in.Jobs[jobList.Items[i].Name] = admission.JobState{}
 	}
 	for _, name := range tq.Status.Admitted {
-		if _, ok := in.Jobs[name]; ok {
+		waited, ok := unplaced[name]
+		if !ok {
 			continue
 		}
+		delete(unplaced, name) // once, should the record name it twice
 		job := &batchv1.Job{}
 		key := ctrl.ObjectKey{Namespace: tq.Namespace, Name: name}
 		err := r.Client.Get(ctx, key, job)
 		if apierrors.IsNotFound(err) {
-			if waited[name] {
+			if waited {
 				continue // not created yet: the Task waits for it
 			}
 			err = r.APIReader.Get(ctx, key, job)
