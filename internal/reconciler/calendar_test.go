@@ -22,9 +22,15 @@ func TestASkippedHolidayFromAConfigMap(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
 	t.Cleanup(func() { fakeClock.SetTime(time.Now()) }) // other tests' attempts must not age by days
-	today := fakeClock.Now().UTC()
-	holiday := today.AddDate(0, 0, 1).Format("2006-01-02")
-	slot := time.Date(today.Year(), today.Month(), today.Day()+1, 9, 0, 0, 0, time.UTC)
+	// The holiday is the date of the next 09:00 UTC: tomorrow's, or today's
+	// when the suite runs before 09:00 (it failed then when the holiday
+	// was always tomorrow: today's 09:00 came first).
+	now := fakeClock.Now().UTC()
+	slot := time.Date(now.Year(), now.Month(), now.Day(), 9, 0, 0, 0, time.UTC)
+	if !slot.After(now) {
+		slot = slot.AddDate(0, 0, 1)
+	}
+	holiday := slot.Format("2006-01-02")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holidays"},
 		Data: map[string]string{"dates": "# company holidays\n" + holiday + "\n"}}
 	must(t, k8s.Create(ctx, cm))
