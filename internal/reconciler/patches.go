@@ -15,8 +15,28 @@ import (
 // patches (RFC 7386) locked to the resourceVersion read, exactly what
 // controller-runtime's MergeFromWithOptimisticLock sends for the same
 // change; it gets there by serializing two whole Tasks (managed fields,
-// spec and annotations included) and diffing them, which made up most of
-// the CPU of a status-writing pass. patches_test.go compares the two.
+// spec and annotations included) and diffing them, on every status write.
+// patches_internal_test.go compares the two.
+
+// lockedPatch is the body of both: metadata.resourceVersion, plus the
+// finalizers or the status diff.
+type lockedPatch struct {
+	Metadata struct {
+		ResourceVersion string `json:"resourceVersion"`
+		// Finalizers, when set, replaces the whole list (a nil list is
+		// null: none left).
+		Finalizers *[]string `json:"finalizers,omitempty"`
+	} `json:"metadata"`
+	Status json.RawMessage `json:"status,omitempty"`
+}
+
+func (p *lockedPatch) patch() (ctrl.Patch, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return ctrl.RawPatch(types.MergePatchType, body), nil
+}
 
 // statusPatch turns status old into task.Status.
 func statusPatch(task *v1alpha1.Task, old *v1alpha1.TaskStatus) (ctrl.Patch, error) {
@@ -28,35 +48,19 @@ func statusPatch(task *v1alpha1.Task, old *v1alpha1.TaskStatus) (ctrl.Patch, err
 	if err != nil {
 		return nil, err
 	}
-	diff, err := jsonpatch.CreateMergePatch(from, to)
-	if err != nil {
+	p := &lockedPatch{}
+	if p.Status, err = jsonpatch.CreateMergePatch(from, to); err != nil {
 		return nil, fmt.Errorf("diffing the status: %w", err)
 	}
-	return lockedPatch(task.ResourceVersion, "status", diff)
+	p.Metadata.ResourceVersion = task.ResourceVersion
+	return p.patch()
 }
 
 // finalizersPatch sets the Task's finalizers to the list it holds (a merge
 // patch replaces a list whole: the lock keeps another controller's
 // finalizer, added since the read, from being lost).
 func finalizersPatch(task *v1alpha1.Task) (ctrl.Patch, error) {
-	list, err := json.Marshal(task.Finalizers)
-	if err != nil {
-		return nil, err
-	}
-	rv, err := json.Marshal(task.ResourceVersion)
-	if err != nil {
-		return nil, err
-	}
-	body := fmt.Appendf(nil, `{"metadata":{"finalizers":%s,"resourceVersion":%s}}`, list, rv)
-	return ctrl.RawPatch(types.MergePatchType, body), nil
-}
-
-// lockedPatch is {"metadata":{"resourceVersion":rv},field:value}.
-func lockedPatch(rv, field string, value []byte) (ctrl.Patch, error) {
-	v, err := json.Marshal(rv)
-	if err != nil {
-		return nil, err
-	}
-	body := fmt.Appendf(nil, `{"metadata":{"resourceVersion":%s},%q:%s}`, v, field, value)
-	return ctrl.RawPatch(types.MergePatchType, body), nil
+	p := &lockedPatch{}
+	p.Metadata.ResourceVersion, p.Metadata.Finalizers = task.ResourceVersion, &task.Finalizers
+	return p.patch()
 }
