@@ -17,9 +17,8 @@ const waitingLineIndex = "taskops.waitingLine"
 // WaitingLine reads the Tasks waiting in a queue from the Task informer's
 // index itself: the cached objects, not copies. A List through the cache
 // (QueueWaiting) copies every waiting Task into a new slice on each queue
-// pass, which with thousands waiting was most of the pass's allocations
-// and half of its CPU (docs/performance.md, "Ten thousand Tasks"). The
-// Tasks returned are the cache's: never change one.
+// pass, a cost proportional to the line (docs/performance.md, "Ten
+// thousand Tasks"). The Tasks returned are the cache's: never change one.
 type WaitingLine struct {
 	indexer toolscache.Indexer
 }
@@ -44,7 +43,7 @@ func NewWaitingLine(ctx context.Context, c cache.Cache) (*WaitingLine, error) {
 		}
 		var keys []string
 		for _, q := range TaskWaitingIn(t) {
-			keys = append(keys, t.Namespace+"/"+q)
+			keys = append(keys, lineKey(t.Namespace, q))
 		}
 		return keys, nil
 	}}); err != nil {
@@ -56,7 +55,7 @@ func NewWaitingLine(ctx context.Context, c cache.Cache) (*WaitingLine, error) {
 // In returns the Tasks waiting in queue of namespace, as the cache holds
 // them.
 func (w *WaitingLine) In(namespace, queue string) ([]*v1alpha1.Task, error) {
-	objs, err := w.indexer.ByIndex(waitingLineIndex, namespace+"/"+queue)
+	objs, err := w.indexer.ByIndex(waitingLineIndex, lineKey(namespace, queue))
 	if err != nil {
 		return nil, err
 	}
@@ -68,3 +67,6 @@ func (w *WaitingLine) In(namespace, queue string) ([]*v1alpha1.Task, error) {
 	}
 	return out, nil
 }
+
+// lineKey is a queue's key in the index.
+func lineKey(namespace, queue string) string { return namespace + "/" + queue }
