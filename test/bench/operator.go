@@ -137,20 +137,26 @@ func (op *operator) memory(ctx context.Context, save string) (rss, heap float64,
 func (op *operator) cpuProfile(ctx context.Context, o *options, d time.Duration, path string) <-chan error {
 	ch := make(chan error, 1)
 	go func() {
-		secs := max(int(d.Seconds()+0.5), 1)
-		// The client's own timeout (2 minutes) would cut a longer profile.
-		pctx, cancel := context.WithTimeout(ctx, d+time.Minute)
-		defer cancel()
-		prof, err := op.getLong(pctx, op.PprofURL()+"/profile?seconds="+strconv.Itoa(secs))
-		if err == nil {
-			err = os.WriteFile(path, prof, 0o644)
-		}
+		err := op.saveCPUProfile(ctx, d, path)
 		if err == nil {
 			err = logProfileTop(ctx, o, path)
 		}
 		ch <- err
 	}()
 	return ch
+}
+
+// saveCPUProfile records a CPU profile of the operator for d into path.
+func (op *operator) saveCPUProfile(ctx context.Context, d time.Duration, path string) error {
+	secs := max(int(d.Seconds()+0.5), 1)
+	// The client's own timeout (2 minutes) would cut a longer profile.
+	pctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+	defer cancel()
+	prof, err := op.getLong(pctx, op.PprofURL()+"/profile?seconds="+strconv.Itoa(secs))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, prof, 0o644)
 }
 
 // logProfileTop writes the top entries of a CPU profile (by cumulative

@@ -184,15 +184,18 @@ func (p *oracleProcess) wait() error {
 	return nil
 }
 
-// nthOracleCreate is when the n-th of the oracle's Job creates in ns from
-// start on was answered (the audit log), else now.
-func nthOracleCreate(cl *cluster, ns string, start time.Time, n int) (time.Time, error) {
+// nthCreateAt is when the API server answered the n-th Job create in ns
+// received from start on by a user agent starting with agent, from the
+// audit log (nthCreateDone); otherwise when the cluster writes none or the
+// log has fewer. Every "to the N-th Job" figure ends this way, the
+// operator's and the oracles' alike.
+func nthCreateAt(cl *cluster, ns, agent string, start time.Time, n int, otherwise time.Time) (time.Time, error) {
 	if cl.audit == "" {
-		return time.Now(), nil // an upper bound
+		return otherwise, nil
 	}
-	at, ok, err := nthCreateDone(cl.audit, ns, oracleUserAgent, start, n)
+	at, ok, err := nthCreateDone(cl.audit, ns, agent, start, n)
 	if err != nil || !ok {
-		return time.Now(), err
+		return otherwise, err
 	}
 	return at, nil
 }
@@ -224,7 +227,7 @@ func runOracleBurst(ctx context.Context, o *options, cl *cluster) (oracleResult,
 	if err := p.wait(); err != nil {
 		return res, err
 	}
-	end, err := nthOracleCreate(cl, oracleNamespace, start, o.n)
+	end, err := nthCreateAt(cl, oracleNamespace, oracleUserAgent, start, o.n, time.Now()) // now: an upper bound
 	if err != nil {
 		return res, err
 	}
@@ -252,7 +255,7 @@ func runOraclePre(ctx context.Context, o *options, cl *cluster) (float64, error)
 	if err := p.wait(); err != nil {
 		return 0, err
 	}
-	end, err := nthOracleCreate(cl, oracleNamespace, p.started, o.n)
+	end, err := nthCreateAt(cl, oracleNamespace, oracleUserAgent, p.started, o.n, time.Now())
 	if err != nil {
 		return 0, err
 	}

@@ -52,12 +52,7 @@ func measurePasses(ctx context.Context, o *options, cl *cluster, op *operator, l
 	if err := op.saveProfile(ctx, "allocs", prefix+".allocs-0.pprof"); err != nil {
 		return p, err
 	}
-	secs := strconv.Itoa(int(passWindowLength.Seconds()))
-	cpu, err := op.get(ctx, op.PprofURL()+"/profile?seconds="+secs)
-	if err != nil {
-		return p, err
-	}
-	if err := os.WriteFile(prefix+".cpu.pprof", cpu, 0o644); err != nil {
+	if err := op.saveCPUProfile(ctx, passWindowLength, prefix+".cpu.pprof"); err != nil {
 		return p, err
 	}
 	after, err := takeSnap(ctx, cl, op)

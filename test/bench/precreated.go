@@ -112,15 +112,12 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	}
 	sort.Slice(seen, func(i, k int) bool { return seen[i].Before(seen[k]) })
 	sort.Slice(ready, func(i, k int) bool { return ready[i].Before(ready[k]) })
-	res.firstToNth = seen[n-1].Sub(start).Seconds()
-	// As for the oracle: the N-th create's response, from the audit log.
-	if cl.audit != "" {
-		if at, ok, err := nthCreateDone(cl.audit, benchNamespace, operatorUserAgentPrefix, start, n); err != nil {
-			return nil, err
-		} else if ok {
-			res.firstToNth = at.Sub(start).Seconds()
-		}
+	// As for the oracle: the N-th create's response.
+	end, err := nthCreateAt(cl, benchNamespace, operatorUserAgentPrefix, start, n, seen[n-1])
+	if err != nil {
+		return nil, err
 	}
+	res.firstToNth = end.Sub(start).Seconds()
 	res.ready = ready[n-1].Sub(start).Seconds()
 	if res.cost, err = jobCreateCost(cl.audit, benchNamespace, start, seen[n-1]); err != nil {
 		return nil, err

@@ -112,6 +112,12 @@ func verdict(xs []float64, ok func(float64) bool) string {
 	return "MISSED"
 }
 
+// atMost is the target column of a row whose median must not exceed
+// limit: "<= limit: met" or "<= limit: MISSED".
+func atMost(xs []float64, limit float64) string {
+	return "<= " + fmtNum(limit) + ": " + verdict(xs, func(x float64) bool { return x <= limit })
+}
+
 // verdictVs1 judges a ratio whose target is "below 1" (less) or "above 1"
 // (more): within 2% of 1 it is a tie, which the target does not count as
 // met however the last digit falls.
@@ -250,7 +256,7 @@ func (rs *results) render() string {
 		add("precreated", fmt.Sprintf("%d Tasks created first: operator start to %d-th Job", n, n), secs(pf(func(p *precreatedResult) float64 { return p.firstToNth })), "")
 		add("precreated", fmt.Sprintf("  baseline oracle-pre: its process start to its %d-th Job (the creates alone, same cluster)", n), secs(pf(func(p *precreatedResult) float64 { return p.oracle })), "")
 		vsOracle := pf(func(p *precreatedResult) float64 { return ratio(p.firstToNth, p.oracle) })
-		add("precreated", "  operator / oracle-pre (ratio, target <= 1.2)", spread(vsOracle, "x"), "<= 1.2: "+verdict(vsOracle, func(x float64) bool { return x <= 1.2 }))
+		add("precreated", "  operator / oracle-pre (ratio, target <= 1.2)", spread(vsOracle, "x"), atMost(vsOracle, 1.2))
 		add("precreated", fmt.Sprintf("  operator start to %d-th Job / T0 (context)", n), spread(rat, "x T0"), "")
 		add("precreated", fmt.Sprintf("operator start to %d-th Task Ready", n), secs(pf(func(p *precreatedResult) float64 { return p.ready })), "")
 		add("precreated", "operator writes per Task, events and leases apart", spread3(pf(func(p *precreatedResult) float64 { return p.writes.total() / float64(n) }), ""), "")
@@ -330,7 +336,7 @@ func (rs *results) render() string {
 					}
 					return ratio(percentile(a.skew, 99), percentile(c.skew, 99))
 				})
-				add(sec.scen, "operator p99 skew / oracle-cron p99 skew (ratio, target <= 1.1)", spread(vsOracle, "x"), "<= 1.1: "+verdict(vsOracle, func(x float64) bool { return x <= 1.1 }))
+				add(sec.scen, "operator p99 skew / oracle-cron p99 skew (ratio, target <= 1.1)", spread(vsOracle, "x"), atMost(vsOracle, 1.1))
 				add(sec.scen, "operator p99 skew / T0 (context)", spread(opSkewT0, "x T0"), "")
 				add(sec.scen, "CronJob p99 skew / T0 (ratio)", spread(cjSkewT0, "x T0"), "")
 			} else {
@@ -437,18 +443,13 @@ func (rs *results) render() string {
 				return r.mem.slope(i, j, heap)
 			})
 		}
-		atMost := func(limit float64) func(xs []float64) string {
-			return func(xs []float64) string {
-				return "<= " + fmtNum(limit) + ": " + verdict(xs, func(x float64) bool { return x <= limit })
-			}
-		}
 		for _, sl := range []struct {
 			i, j  int
 			label string
 		}{{0, 2, fmt.Sprintf("0 to %d", 5*n)}, {1, 2, fmt.Sprintf("%d to %d, the marginal cost", n, 5*n)}} {
 			rss, heap := slope(sl.i, sl.j, false), slope(sl.i, sl.j, true)
-			add("memory", "RSS growth per 1000 Tasks, "+sl.label, spread(rss, "MiB"), atMost(memRSSTarget)(rss))
-			add("memory", "live Go heap growth per 1000 Tasks, "+sl.label, spread(heap, "MiB"), atMost(memHeapTarget)(heap))
+			add("memory", "RSS growth per 1000 Tasks, "+sl.label, spread(rss, "MiB"), atMost(rss, memRSSTarget))
+			add("memory", "live Go heap growth per 1000 Tasks, "+sl.label, spread(heap, "MiB"), atMost(heap, memHeapTarget))
 		}
 	}
 

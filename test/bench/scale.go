@@ -307,10 +307,14 @@ func wideAdmission(ctx context.Context, o *options, cl *cluster) (write, stored 
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d wide-queue Jobs", fill), o.timeout(5*time.Minute), func(_, _, _, jobs, _ int) bool { return jobs >= fill }); err != nil {
 		return 0, 0, err
 	}
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return 0, 0, err
+	// The API server's counters once the last writes of a step landed.
+	settled := func() (metrics, error) {
+		if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+			return nil, err
+		}
+		return cl.apiMetrics(ctx)
 	}
-	before, err := cl.apiMetrics(ctx)
+	before, err := settled()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -320,10 +324,7 @@ func wideAdmission(ctx context.Context, o *options, cl *cluster) (write, stored 
 	if err := tr.waitFor(ctx, o, "the last wide-queue Job", time.Minute, func(_, _, _, jobs, _ int) bool { return jobs >= fill+1 }); err != nil {
 		return 0, 0, err
 	}
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return 0, 0, err
-	}
-	after, err := cl.apiMetrics(ctx)
+	after, err := settled()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -368,9 +369,6 @@ func (rs *results) renderScale(add func(scen, metric, value, target string)) {
 	}
 	last := rs.reps[len(rs.reps)-1].scale
 	const scen = "scale"
-	within := func(xs []float64, limit float64) string {
-		return "<= " + fmtNum(limit) + ": " + verdict(xs, func(x float64) bool { return x <= limit })
-	}
 	phase := func(i int, f func(scalePhase) float64) func(*scaleResult) float64 {
 		return func(r *scaleResult) float64 {
 			if len(r.phases) <= i {
@@ -397,35 +395,35 @@ func (rs *results) renderScale(add func(scen, metric, value, target string)) {
 			{"live Go heap growth per 1000 Tasks", heap, "MiB", memHeapTarget},
 		} {
 			first, rest := sf(phase(0, m.f)), sf(phase(1, m.f))
-			add(scen, fmt.Sprintf("%s: the first %d / the next %d", m.what, a, b), spread(first, m.unit)+" / "+spread(rest, m.unit), within(rest, m.target))
+			add(scen, fmt.Sprintf("%s: the first %d / the next %d", m.what, a, b), spread(first, m.unit)+" / "+spread(rest, m.unit), atMost(rest, m.target))
 			grow := sf(func(r *scaleResult) float64 { return ratio(phase(1, m.f)(r), phase(0, m.f)(r)) })
-			add(scen, "  the next / the first (target <= 1.1: the same within 10%)", spread(grow, "x"), within(grow, 1.1))
+			add(scen, "  the next / the first (target <= 1.1: the same within 10%)", spread(grow, "x"), atMost(grow, 1.1))
 		}
 	}
 	first := sf(func(r *scaleResult) float64 { return r.restartFirstPass })
-	add(scen, fmt.Sprintf("restart over %d finished and cron Tasks: process start to one pass over all", last.restartTasks), spread(first, "s"), within(first, 60))
+	add(scen, fmt.Sprintf("restart over %d finished and cron Tasks: process start to one pass over all", last.restartTasks), spread(first, "s"), atMost(first, 60))
 	w := sf(func(r *scaleResult) float64 { return r.restartWrites.total() })
 	add(scen, "  operator writes in the restart window, events excluded", spread(w, "")+" ("+last.restartWrites.breakdown(1)+")", "0: "+verdict(w, func(x float64) bool { return x == 0 }))
 	add(scen, "  operator reads in the restart window (last repeat)", breakdown(last.restartWrites.reads, 1), "")
 	if last.small != nil && last.big != nil {
 		pass := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.mean, r.small.pass.mean) })
 		add(scen, fmt.Sprintf("queue of maxRunning %d: mean pass with %d->%d waiting / with %d->%d", last.big.parallel, last.big.waitingFrom, last.big.waitingTo, last.small.waitingFrom, last.small.waitingTo),
-			spread(pass, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.pass.mean*1000), fmtNum(last.small.pass.mean*1000)), within(pass, 2))
+			spread(pass, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.pass.mean*1000), fmtNum(last.small.pass.mean*1000)), atMost(pass, 2))
 		cpu := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.cpu, r.small.pass.cpu) })
-		add(scen, "  CPU per pass, long line / short", spread(cpu, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.pass.cpu*1000), fmtNum(last.small.pass.cpu*1000)), within(cpu, 2))
+		add(scen, "  CPU per pass, long line / short", spread(cpu, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.pass.cpu*1000), fmtNum(last.small.pass.cpu*1000)), atMost(cpu, 2))
 		alloc := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.bytes, r.small.pass.bytes) })
 		add(scen, "  bytes allocated per pass, long line / short", spread(alloc, "x")+fmt.Sprintf(" (%s KiB / %s KiB)", fmtNum(last.big.pass.bytes/1024), fmtNum(last.small.pass.bytes/1024)), "")
 		p99 := sf(func(r *scaleResult) float64 { return percentile(r.big.admit, 99) })
-		add(scen, fmt.Sprintf("  %d queued Tasks, the first %d completions: admission latency p99", last.big.n, last.big.until), spread(p99, "s"), within(p99, 1))
+		add(scen, fmt.Sprintf("  %d queued Tasks, the first %d completions: admission latency p99", last.big.n, last.big.until), spread(p99, "s"), atMost(p99, 1))
 		thr := sf(func(r *scaleResult) float64 { return r.big.queued / r.big.unqueued })
 		add(scen, fmt.Sprintf("  queued / un-queued attempts per second (%s / %s)", fmtNum(last.big.queued), fmtNum(last.big.unqueued)), spread(thr, "x"), ">= 0.8: "+verdict(thr, func(x float64) bool { return x >= 0.8 }))
 		inv := sf(func(r *scaleResult) float64 { return float64(r.big.inversions) })
 		add(scen, "  priority inversions", spread(inv, ""), "0: "+verdict(inv, func(x float64) bool { return x == 0 }))
 		most := sf(func(r *scaleResult) float64 { return float64(r.big.maxActive) })
-		add(scen, "  most attempts active at once", spread(most, ""), within(most, float64(last.big.parallel)))
+		add(scen, "  most attempts active at once", spread(most, ""), atMost(most, float64(last.big.parallel)))
 	}
 	wide := sf(func(r *scaleResult) float64 { return r.wideWrite })
-	add(scen, fmt.Sprintf("queue of maxRunning %d, full: bytes of the admission write", scaleWideCap), spread(wide, "B"), within(wide, 10240))
+	add(scen, fmt.Sprintf("queue of maxRunning %d, full: bytes of the admission write", scaleWideCap), spread(wide, "B"), atMost(wide, 10240))
 	add(scen, "  the stored record", spread(sf(func(r *scaleResult) float64 { return r.wideStored }), "B"), "")
 	add(scen, fmt.Sprintf("one metrics scrape with %d Tasks: size / per-Task series", last.scrape.tasks),
 		spread(sf(func(r *scaleResult) float64 { return r.scrape.scrape / 1024 }), "KiB")+" / "+spread(sf(func(r *scaleResult) float64 { return r.scrape.taskSeries }), ""), "")

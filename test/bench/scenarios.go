@@ -221,16 +221,13 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 		}
 	}
 	sort.Slice(nth, func(i, k int) bool { return nth[i].Before(nth[k]) })
-	b.firstToNth = nth[n-1].Sub(start).Seconds()
-	// As for the oracle: the N-th create's response, from the audit log
-	// (the watch above sees a Job a little later).
-	if cl.audit != "" {
-		if at, ok, err := nthCreateDone(cl.audit, benchNamespace, operatorUserAgentPrefix, start, n); err != nil {
-			return nil, nil, err
-		} else if ok {
-			b.firstToNth = at.Sub(start).Seconds()
-		}
+	// As for the oracle: the N-th create's response (the watch above sees
+	// a Job a little later).
+	nthDone, err := nthCreateAt(cl, benchNamespace, operatorUserAgentPrefix, start, n, nth[n-1])
+	if err != nil {
+		return nil, nil, err
 	}
+	b.firstToNth = nthDone.Sub(start).Seconds()
 	b.jobs = len(jobs)
 	o.logf("burst: %d Tasks created in %.2f s; %d-th Job after %.2f s (%.2f x T0, %.2f x oracle); Task->Job p50 %.3f s p99 %.3f s; Job finished->Ready p50 %.3f s p99 %.3f s; writes/Task %.2f (%s) + events %.2f; operator CPU %.1f s",
 		n, b.create, n, b.firstToNth, b.firstToNth/b.t0, b.firstToNth/b.oracle, percentile(b.taskToJob, 50), percentile(b.taskToJob, 99),
