@@ -20,6 +20,17 @@ const (
 	// Kueue admits them under its quotas. Kueue's own label names.
 	LabelKueueQueueName     = "kueue.x-k8s.io/queue-name"
 	LabelKueuePriorityClass = "kueue.x-k8s.io/priority-class"
+	// LabelDispatch, DispatchMultiKueue on a Task labelled for Kueue, says
+	// its LocalQueue's ClusterQueue dispatches through MultiKueue: its Jobs
+	// are created with spec.managedBy MultiKueueManagedBy (immutable, so it
+	// is decided at creation), run on a worker cluster, and their state is
+	// the status Kueue mirrors back. docs/multicluster.md.
+	LabelDispatch      = "batch.taskops.io/dispatch"
+	DispatchMultiKueue = "multikueue"
+	// MultiKueueManagedBy is Kueue's controller name for MultiKueue, the
+	// spec.managedBy of a Job it dispatches (the Job controller leaves
+	// such a Job to it).
+	MultiKueueManagedBy = "kueue.x-k8s.io/multikueue"
 	// LabelNotification marks a notification Job (spec.notify); its value
 	// is the run id the Job tells about. Notification Jobs carry no attempt
 	// label: they are no attempt of any run.

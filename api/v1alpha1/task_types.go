@@ -1023,6 +1023,13 @@ type AttemptRecord struct {
 	// +kubebuilder:validation:MaxLength=256
 	Message string `json:"message,omitempty"`
 
+	// Cluster is the worker cluster that ran the attempt, when Kueue's
+	// MultiKueue dispatched it there (its Workload's status.clusterName,
+	// the MultiKueueCluster's name): its pods and their logs are there.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster,omitempty"`
+
 	// Params are the values the attempt's run started with (spec.params).
 	// +optional
 	Params map[string]string `json:"params,omitempty"`

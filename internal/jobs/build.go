@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -174,6 +175,12 @@ func jobSpec(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.T
 		// Kueue admits the Job by unsuspending it.
 		spec.Suspend = ptr.To(true)
 	}
+	if MultiKueueDispatched(task) {
+		// Kueue copies the Job to a worker cluster and mirrors its status
+		// back; the manager's Job controller leaves this copy alone. The
+		// field is immutable: it must be there from creation.
+		spec.ManagedBy = ptr.To(v1alpha1.MultiKueueManagedBy)
+	}
 	return spec
 }
 
@@ -200,6 +207,30 @@ func TerminationGracePeriod(task *v1alpha1.Task) int64 {
 // Task has the kueue.x-k8s.io/queue-name label).
 func KueueManaged(task *v1alpha1.Task) bool {
 	return task.Labels[v1alpha1.LabelKueueQueueName] != ""
+}
+
+// MultiKueueDispatched reports whether the Task's Jobs are dispatched to
+// worker clusters through MultiKueue: labelled for Kueue and with
+// batch.taskops.io/dispatch=multikueue (DispatchProblem refuses the label
+// otherwise).
+func MultiKueueDispatched(task *v1alpha1.Task) bool {
+	return KueueManaged(task) && task.Labels[v1alpha1.LabelDispatch] == v1alpha1.DispatchMultiKueue
+}
+
+// DispatchProblem is what is wrong with a Task's dispatch label, or "": a
+// value other than multikueue, or multikueue without the Kueue queue label
+// (MultiKueue dispatches only what Kueue admits).
+func DispatchProblem(task *v1alpha1.Task) string {
+	v, ok := task.Labels[v1alpha1.LabelDispatch]
+	switch {
+	case !ok:
+		return ""
+	case v != v1alpha1.DispatchMultiKueue:
+		return fmt.Sprintf("the label %s=%q: the only value is %q", v1alpha1.LabelDispatch, v, v1alpha1.DispatchMultiKueue)
+	case !KueueManaged(task):
+		return fmt.Sprintf("the label %s=%s needs the label %s naming a LocalQueue whose ClusterQueue dispatches through MultiKueue", v1alpha1.LabelDispatch, v, v1alpha1.LabelKueueQueueName)
+	}
+	return ""
 }
 
 // replicas is spec.replicas, with 0 (unset, on a Task that skipped

@@ -625,3 +625,39 @@ func TestAKueueTasksJobIsCreatedSuspendedWithItsLabels(t *testing.T) {
 		t.Fatalf("a Task without the Kueue label got suspend %v", *plain.Spec.Suspend)
 	}
 }
+
+// A Task labelled for Kueue and for MultiKueue dispatch gets Jobs managed
+// by MultiKueue from creation (the field is immutable); the dispatch label
+// alone, or with another value, is a problem and changes nothing.
+func TestMultiKueueDispatch(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		labels      map[string]string
+		managedBy   string
+		wantProblem string
+	}{
+		{"a Task with the Kueue queue and the dispatch label is dispatched",
+			map[string]string{v1alpha1.LabelKueueQueueName: "team", v1alpha1.LabelDispatch: v1alpha1.DispatchMultiKueue}, v1alpha1.MultiKueueManagedBy, ""},
+		{"a Task with the Kueue queue alone runs in this cluster",
+			map[string]string{v1alpha1.LabelKueueQueueName: "team"}, "", ""},
+		{"the dispatch label without a Kueue queue is a problem",
+			map[string]string{v1alpha1.LabelDispatch: v1alpha1.DispatchMultiKueue}, "", "needs the label kueue.x-k8s.io/queue-name"},
+		{"another dispatch value is a problem",
+			map[string]string{v1alpha1.LabelKueueQueueName: "team", v1alpha1.LabelDispatch: "elsewhere"}, "", `the only value is "multikueue"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := &v1alpha1.Task{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k", UID: "u", Labels: tc.labels},
+				Spec:       v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "true"},
+			}
+			job := Build(task, "0", 1, nil, nil, testOpts)
+			if got := ptr.Deref(job.Spec.ManagedBy, ""); got != tc.managedBy {
+				t.Errorf("spec.managedBy %q, want %q", got, tc.managedBy)
+			}
+			got := DispatchProblem(task)
+			if (got == "") != (tc.wantProblem == "") || !strings.Contains(got, tc.wantProblem) {
+				t.Errorf("DispatchProblem %q, want one containing %q", got, tc.wantProblem)
+			}
+		})
+	}
+}

@@ -65,6 +65,10 @@ type Input struct {
 	// Pods holds, by Job name, the pods of each active attempt whose start
 	// check is due (retry.StartCheckDue); other attempts have none here.
 	Pods map[string][]retry.PodStart
+	// Remote holds, by Job name, what the mirrored status and the Workload
+	// say of the pods of each active remote attempt (runs.Attempt.Remote)
+	// whose start check is due: its pods are on a worker cluster.
+	Remote map[string]retry.RemotePods
 	// Refused holds, by Job name, why the Job controller could not create
 	// the pods of an active attempt that has none, when its start check is
 	// due and it said why (a FailedCreate event).

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -506,6 +507,37 @@ func TestAKueueAttemptsDeadlineCountsFromItsAdmission(t *testing.T) {
 	got = plan.Decide(plan.Input{Task: kueued, Runs: []runs.Run{run}, Now: now})
 	if len(got.Stop) != 1 || got.Stop[0].Reason != v1alpha1.AttemptDeadlineExceeded {
 		t.Fatalf("31 s after its start: stop %+v, want DeadlineExceeded", got.Stop)
+	}
+}
+
+// An attempt a worker cluster runs (MultiKueue) has no pods here: it is
+// never "no pod was created"; its start timeout counts from the start the
+// worker mirrors back, and only the mirrored counts make it stuck, with
+// the worker named.
+func TestARemoteAttemptsStartIsJudgedFromItsMirroredStatus(t *testing.T) {
+	dispatched := task(testutil.StartTimeout(60), testutil.Label(v1alpha1.LabelKueueQueueName, "team"),
+		testutil.Label(v1alpha1.LabelDispatch, v1alpha1.DispatchMultiKueue))
+	run := testutil.MakeRun("0").Started(ago(time.Hour)).Obj()
+	a := run.Latest()
+	a.Remote, a.PodsStarted = true, false
+	got := plan.Decide(plan.Input{Task: dispatched, Runs: []runs.Run{run}, Now: now})
+	if len(got.Stop) != 0 {
+		t.Fatalf("admitted an hour ago, no start mirrored yet: stop %+v, want none", got.Stop)
+	}
+	a.Resumed = ago(10 * time.Second)
+	got = plan.Decide(plan.Input{Task: dispatched, Runs: []runs.Run{run}, Now: now})
+	if want := ago(10 * time.Second).Add(time.Minute); len(got.Stop) != 0 || !got.Wake.Equal(want) {
+		t.Fatalf("started on the worker 10 s ago: stop %+v, wake %s; want none and a wake at %s", got.Stop, got.Wake, want)
+	}
+	a.Resumed = ago(61 * time.Second)
+	got = plan.Decide(plan.Input{Task: dispatched, Runs: []runs.Run{run}, Now: now,
+		Remote: map[string]retry.RemotePods{a.JobName: {Cluster: "worker-2", Active: 1}}})
+	if len(got.Stop) != 1 || got.Stop[0].Reason != v1alpha1.AttemptStartTimeout || !strings.Contains(got.Stop[0].Message, "worker cluster worker-2 (1 active, 0 ready") {
+		t.Fatalf("61 s after its start, not ready: stop %+v, want StartTimeout naming worker-2", got.Stop)
+	}
+	a.PodsStarted = true
+	if got = plan.Decide(plan.Input{Task: dispatched, Runs: []runs.Run{run}, Now: now}); len(got.Stop) != 0 {
+		t.Fatalf("its pods started on the worker: stop %+v, want none", got.Stop)
 	}
 }
 

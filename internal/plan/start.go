@@ -69,9 +69,19 @@ func (d *decision) checkStarts() {
 			// timeout begins; that update brings the next pass.
 			d.wake.add(now.Add(timeout))
 			continue
+		case a.Remote && a.Resumed.IsZero():
+			// Dispatched to a worker that has not started its copy yet (or
+			// whose status is not mirrored yet): the mirrored startTime
+			// brings the next pass.
+			d.wake.add(now.Add(timeout))
+			continue
 		case !retry.StartCheckDue(a.StartBase(), first, now):
 			d.wake.add(a.StartBase().Add(first))
 			continue
+		case a.Remote:
+			// Its pods are on a worker cluster: only the mirrored counts
+			// tell whether they started.
+			check = retry.CheckRemoteStart(a.StartBase(), in.Remote[a.JobName], timeout, now)
 		default:
 			check = retry.CheckStart(a.StartBase(), in.Pods[a.JobName], in.Refused[a.JobName], timeout, now)
 		}

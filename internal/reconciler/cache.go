@@ -56,7 +56,9 @@ func CacheOptions(noShortcuts bool) cache.Options {
 //     Small, and no finer cut is worth the risk.
 //   - spec.completions: runs.AttemptOf compares ready+succeeded+failed
 //     pods with it (PodsStarted, for the start timeout); spec.suspend: a
-//     Job held suspended by someone else (Kueue) waits for capacity.
+//     Job held suspended by someone else (Kueue) waits for capacity;
+//     spec.managedBy: a Job another controller runs (MultiKueue, on a
+//     worker cluster) has no pods here (runs.Attempt.Remote).
 //   - status.ready, .succeeded, .failed: the same PodsStarted sum.
 //   - status.active, .terminating: a queue counts a stopped attempt's
 //     place as taken until its pods are gone (runs.HoldsPlace).
@@ -94,7 +96,7 @@ func trimJob(obj any) (any, error) {
 	out := &batchv1.Job{
 		TypeMeta:   job.TypeMeta,
 		ObjectMeta: job.ObjectMeta, // a copy of the struct: the argument keeps its managedFields
-		Spec:       batchv1.JobSpec{Completions: job.Spec.Completions, Suspend: job.Spec.Suspend},
+		Spec:       batchv1.JobSpec{Completions: job.Spec.Completions, Suspend: job.Spec.Suspend, ManagedBy: job.Spec.ManagedBy},
 		Status: batchv1.JobStatus{
 			Conditions:     finishConditions(job.Status.Conditions),
 			CompletionTime: job.Status.CompletionTime,

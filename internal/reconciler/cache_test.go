@@ -62,6 +62,7 @@ func fullJob(now time.Time) (*v1alpha1.Task, *batchv1.Job) {
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)}}
 	job.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{batchv1.ControllerUidLabel: string(job.UID)}}
 	job.Spec.Suspend = ptr.To(false)
+	job.Spec.ManagedBy = ptr.To(v1alpha1.MultiKueueManagedBy)
 	job.Spec.ManualSelector = ptr.To(false)
 	job.Spec.PodReplacementPolicy = ptr.To(batchv1.Failed)
 	job.Spec.Template.Labels[batchv1.ControllerUidLabel] = string(job.UID)
@@ -124,7 +125,7 @@ func TestJobCacheTransform(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got.ObjectMeta, wantMeta) {
 		t.Errorf("metadata:\n got %+v\nwant %+v", got.ObjectMeta, wantMeta)
 	}
-	if want := (batchv1.JobSpec{Completions: ptr.To[int32](3), Suspend: ptr.To(false)}); !equality.Semantic.DeepEqual(got.Spec, want) {
+	if want := (batchv1.JobSpec{Completions: ptr.To[int32](3), Suspend: ptr.To(false), ManagedBy: ptr.To(v1alpha1.MultiKueueManagedBy)}); !equality.Semantic.DeepEqual(got.Spec, want) {
 		t.Errorf("spec = %+v, want only completions 3 (no template, podFailurePolicy, selector, ...)", got.Spec)
 	}
 	wantStatus := batchv1.JobStatus{
@@ -246,8 +247,8 @@ func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
 		}
 		return cached.ResourceVersion == full.ResourceVersion, fmt.Sprintf("resourceVersion %s, want %s", cached.ResourceVersion, full.ResourceVersion)
 	})
-	if !equality.Semantic.DeepEqual(cached.Spec, batchv1.JobSpec{Completions: full.Spec.Completions, Suspend: full.Spec.Suspend}) {
-		t.Errorf("cached spec = %+v, want only completions and suspend", cached.Spec)
+	if !equality.Semantic.DeepEqual(cached.Spec, batchv1.JobSpec{Completions: full.Spec.Completions, Suspend: full.Spec.Suspend, ManagedBy: full.Spec.ManagedBy}) {
+		t.Errorf("cached spec = %+v, want only completions, suspend and managedBy", cached.Spec)
 	}
 	if len(cached.ManagedFields) != 0 || len(cached.Status.Conditions) != 1 || cached.Status.CompletedIndexes != "" {
 		t.Errorf("cached Job not trimmed: managedFields %d, status %+v", len(cached.ManagedFields), cached.Status)

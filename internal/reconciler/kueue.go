@@ -75,7 +75,8 @@ func (p *pass) workloadOf(ctx context.Context, jobName string) (*unstructured.Un
 
 // heldByKueue is why Kueue holds a Job: its Workload's QuotaReserved
 // condition message while it has none ("couldn't assign flavors ...:
-// insufficient unused quota ..."), or that it is pending.
+// insufficient unused quota ..."), else the message of an admission check
+// not passed yet (MultiKueue's), or that it is pending.
 func (p *pass) heldByKueue(ctx context.Context, jobName string) (string, error) {
 	wl, err := p.workloadOf(ctx, jobName)
 	if err != nil || wl == nil {
@@ -87,6 +88,18 @@ func (p *pass) heldByKueue(ctx context.Context, jobName string) (string, error) 
 		if m["type"] == "QuotaReserved" && m["status"] == "False" {
 			if msg, _ := m["message"].(string); msg != "" {
 				return fmt.Sprintf("held by Kueue (Workload %s): %s", wl.GetName(), msg), nil
+			}
+		}
+	}
+	// Quota reserved, an admission check not passed yet: MultiKueue
+	// looking for a worker with room ("The workload got reservation on
+	// ..."), or retrying after a lost worker.
+	checks, _, _ := unstructured.NestedSlice(wl.Object, "status", "admissionChecks")
+	for _, c := range checks {
+		m, _ := c.(map[string]any)
+		if state, _ := m["state"].(string); state != "Ready" {
+			if msg, _ := m["message"].(string); msg != "" {
+				return fmt.Sprintf("held by Kueue (Workload %s): admission check %v %s: %s", wl.GetName(), m["name"], state, msg), nil
 			}
 		}
 	}

@@ -37,3 +37,20 @@ func TestATaskWithATaskQueueAndAKueueLabelIsInvalidSpec(t *testing.T) {
 		t.Fatalf("Ready %s: %q", c.Reason, c.Message)
 	}
 }
+
+// The MultiKueue dispatch label without a Kueue queue would dispatch
+// nothing: the Task is InvalidSpec with a message naming the missing label,
+// and no Job is created.
+func TestTheDispatchLabelWithoutAKueueQueueIsInvalidSpec(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "dispatch-only", testutil.Label(v1alpha1.LabelDispatch, v1alpha1.DispatchMultiKueue))
+	must(t, k8s.Create(ctx, task))
+	got := waitTask(t, task, "InvalidSpec", phaseIs(v1alpha1.PhaseFailed))
+	if c := condition(got, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonInvalidSpec) ||
+		!strings.Contains(c.Message, "batch.taskops.io/dispatch=multikueue needs the label kueue.x-k8s.io/queue-name") {
+		t.Fatalf("Ready %s: %q", c.Reason, c.Message)
+	}
+	if len(jobsOf(t, task)) != 0 {
+		t.Fatal("a Job was created")
+	}
+}

@@ -21,7 +21,8 @@ import (
 // the cache) as runs; the attempts the status records whose Job the cache
 // does not show (missing.go), and likewise the notification Jobs of
 // Pending notifications (notify.go); the pods of active attempts whose start
-// check is due; and what the pods of an attempt being failed for its
+// check is due (of a remote attempt, its mirrored pod counts and its
+// worker: multikueue.go); and what the pods of an attempt being failed for its
 // deadline printed, while they are still there. Pods are read from the API
 // server, and only for those attempts.
 func (p *pass) observe(ctx context.Context) (plan.Input, error) {
@@ -47,7 +48,18 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 		if a.Phase != runs.Active {
 			continue
 		}
-		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now) {
+		startCheckDue := !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now)
+		if startCheckDue && a.Remote {
+			// Its pods are on a worker cluster (multikueue.go).
+			remote, err := p.remotePods(ctx, jobList, a.JobName)
+			if err != nil {
+				return in, fmt.Errorf("reading the Workload of Job %s: %w", a.JobName, err)
+			}
+			if in.Remote == nil {
+				in.Remote = map[string]retry.RemotePods{}
+			}
+			in.Remote[a.JobName] = remote
+		} else if startCheckDue {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
 				return in, fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)
@@ -73,7 +85,7 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 				}
 			}
 		}
-		if a.Output == "" && (a.Failing == v1alpha1.AttemptDeadlineExceeded || deadlinePassed(p.task, a, p.now)) {
+		if a.Output == "" && !a.Remote && (a.Failing == v1alpha1.AttemptDeadlineExceeded || deadlinePassed(p.task, a, p.now)) {
 			pods, err := p.attemptPods(ctx, a.JobName)
 			if err != nil {
 				return in, fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)

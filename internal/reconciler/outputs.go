@@ -19,6 +19,15 @@ func (p *pass) readOutputs(ctx context.Context) error {
 			p.outputs[name] = status.Output{Text: out}
 			continue
 		}
+		if a := runs.FindAttempt(p.runs, name); a != nil && a.Remote {
+			// Its pods ran on a worker cluster (multikueue.go).
+			out, err := p.remoteOutput(ctx, a)
+			if err != nil {
+				return err
+			}
+			p.outputs[name] = out
+			continue
+		}
 		pods, err := p.attemptPods(ctx, name)
 		if err != nil {
 			return err

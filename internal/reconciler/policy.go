@@ -15,13 +15,16 @@ import (
 
 // observePolicy applies what the operator checks of a spec against its
 // cluster and namespace. A Task labelled for Kueue needs Kueue's API
-// (kueue.go). When the manager runs with --service-accounts-opt-in, a Task
+// (kueue.go), and its dispatch label a Kueue queue (jobs.DispatchProblem). When the manager runs with --service-accounts-opt-in, a Task
 // naming a ServiceAccount runs only in a namespace that opted in with the
 // batch.taskops.io/allow-service-accounts annotation; the Namespace is read
 // from the API server (namespaces are not cached), only for such Tasks.
 // nil when there is nothing to check.
 func (p *pass) observePolicy(ctx context.Context) (*plan.PolicyCheck, error) {
 	var check *plan.PolicyCheck // nil: nothing checked
+	if problem := jobs.DispatchProblem(p.task); problem != "" {
+		return &plan.PolicyCheck{Refused: &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: problem}}, nil
+	}
 	if jobs.KueueManaged(p.task) {
 		installed, err := p.r.kueueInstalled()
 		if err != nil {

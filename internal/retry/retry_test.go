@@ -282,6 +282,30 @@ func TestCheckStart(t *testing.T) {
 	}
 }
 
+func TestCheckRemoteStart(t *testing.T) {
+	timeout := 5 * time.Minute
+	for _, c := range []struct {
+		name string
+		pods RemotePods
+		now  time.Time
+		want StartCheck
+	}{
+		{"before the timeout the attempt is looked at again when it ends", RemotePods{Active: 1}, t0.Add(time.Minute), StartCheck{RecheckAt: t0.Add(timeout)}},
+		{"past the timeout an attempt whose pods are not ready on the worker is stuck, the worker named",
+			RemotePods{Cluster: "worker-1", Active: 2, Ready: 1}, t0.Add(timeout),
+			StartCheck{Stuck: true, Message: "the pods did not all start within 5m0s on worker cluster worker-1 (2 active, 1 ready, as mirrored): their reasons are on the worker"}},
+		{"a worker not known yet is still said to be one",
+			RemotePods{}, t0.Add(timeout),
+			StartCheck{Stuck: true, Message: "the pods did not all start within 5m0s on the worker cluster (0 active, 0 ready, as mirrored): their reasons are on the worker"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := CheckRemoteStart(t0, c.pods, timeout, c.now); got != c.want {
+				t.Fatalf("CheckRemoteStart() = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
 func TestJitterSpreadsEachDelayWithinItsBoundAndIsTheSameOnEveryPass(t *testing.T) {
 	p := policy(3, 100, 1000, 2)
 	if got := p.DelayOf("0", 1); got != 100*time.Second {

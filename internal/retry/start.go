@@ -135,3 +135,30 @@ func CheckStart(jobCreated time.Time, pods []PodStart, refused *Refusal, timeout
 	}
 	return StartCheck{RecheckAt: recheck}
 }
+
+// RemotePods is what the Job status a worker cluster mirrors back says of
+// an attempt's pods (MultiKueue): counts only, no pod to read.
+type RemotePods struct {
+	Cluster string // the worker cluster, when known (the Workload's status.clusterName)
+	Active  int32
+	Ready   int32
+}
+
+// CheckRemoteStart applies the start timeout to an attempt whose pods run
+// on a worker cluster: the manager sees only the mirrored counts, so it is
+// stuck when not every pod is ready or finished (the caller checked that)
+// timeout after the worker started the Job (since, its mirrored
+// startTime). The message says what the manager saw and where to look:
+// the pods' own reasons are on the worker.
+func CheckRemoteStart(since time.Time, pods RemotePods, timeout time.Duration, now time.Time) StartCheck {
+	deadline := since.Add(timeout)
+	if now.Before(deadline) {
+		return StartCheck{RecheckAt: deadline}
+	}
+	where := "the worker cluster"
+	if pods.Cluster != "" {
+		where = "worker cluster " + pods.Cluster
+	}
+	return StartCheck{Stuck: true, Message: fmt.Sprintf(
+		"the pods did not all start within %s on %s (%d active, %d ready, as mirrored): their reasons are on the worker", timeout, where, pods.Active, pods.Ready)}
+}

@@ -55,6 +55,11 @@ type Attempt struct {
 	// Held is true while the Job is suspended and the operator did not
 	// stop it: something else (Kueue) holds it until it admits it.
 	Held bool
+	// Remote is true when another controller than the Job controller runs
+	// the Job (spec.managedBy: MultiKueue dispatches it to a worker
+	// cluster): its pods are not in this cluster, and its status is the
+	// one that controller mirrors.
+	Remote bool
 	// Resumed is the Job's status.startTime when it is later than its
 	// creation: the Job controller sets it anew when a suspended Job is
 	// resumed (Kueue admitting it), and a start timeout counts from it.
@@ -283,6 +288,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 	// admits them): waiting for capacity, not broken. A stop of ours
 	// suspends too, but is told by its annotation below.
 	a.Held = job.Spec.Suspend != nil && *job.Spec.Suspend
+	a.Remote = Remote(job)
 	if st := job.Status.StartTime; st != nil && st.After(a.Created) {
 		a.Resumed = st.Time
 	}
@@ -388,8 +394,20 @@ func annotationInt(job *batchv1.Job, key string) int64 {
 // queue: while it is active, and, once stopped, until its pods are gone (a
 // stopped attempt's pods still run for their grace period, and a Job
 // someone resumed after a stop runs again: it is Active, see AttemptOf).
+//
+// A stopped remote attempt (Remote) frees its place at once: its pods are on
+// a worker cluster, and the counts on the Job are the last status mirrored
+// from there, which nothing updates once Kueue has removed the worker's
+// copy.
 func HoldsPlace(job *batchv1.Job) bool {
 	a := AttemptOf(job, 0)
 	podsLeft := job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0
-	return a.Phase == Active || (a.Phase == Stopped && podsLeft)
+	return a.Phase == Active || (a.Phase == Stopped && podsLeft && !a.Remote)
+}
+
+// Remote reports whether another controller than the Job controller runs
+// the Job (spec.managedBy set to anything else, as MultiKueue does).
+func Remote(job *batchv1.Job) bool {
+	by := ptr.Deref(job.Spec.ManagedBy, batchv1.JobControllerName)
+	return by != batchv1.JobControllerName
 }

@@ -71,6 +71,7 @@ func attemptRecord(a *runs.Attempt, outputs map[string]Output) v1alpha1.AttemptR
 	}
 	out := outputs[a.JobName]
 	rec.ExitCode = out.ExitCode
+	rec.Cluster = out.Cluster
 	rec.Results = out.Results
 	rec.Message = a.Message
 	if out.Text != "" {

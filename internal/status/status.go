@@ -41,6 +41,9 @@ type Output struct {
 	// left out for the limits.
 	Results  map[string]string
 	TooLarge []string
+	// Cluster is the worker cluster whose pods ran the attempt (MultiKueue):
+	// Text then says where their output is, since the manager has none.
+	Cluster string
 }
 
 // Problem is a spec the operator cannot act on.
