@@ -72,33 +72,51 @@ type JobRecorder struct {
 // RecordJobs starts recording the Jobs of namespace ns; the test's cleanup
 // stops it.
 func RecordJobs(t testing.TB, c client.WithWatch, ns string) *JobRecorder {
+	return RecordJobsAcross(t, ns, c)
+}
+
+// RecordJobsAcross records the Jobs of namespace ns in several clusters as
+// one set (MultiKueue's worker clusters: what runs anywhere); Snapshot
+// lists the first. The test's cleanup stops it.
+func RecordJobsAcross(t testing.TB, ns string, cs ...client.WithWatch) *JobRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &JobRecorder{c: c, ns: ns, seen: map[types.UID]batchv1.Job{}, first: map[types.UID]time.Time{}, gone: map[types.UID]time.Time{},
+	r := &JobRecorder{c: cs[0], ns: ns, seen: map[types.UID]batchv1.Job{}, first: map[types.UID]time.Time{}, gone: map[types.UID]time.Time{},
 		active: map[types.UID]bool{}, running: map[types.UID]bool{}, started: map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		for ctx.Err() == nil {
-			// A watch without a resourceVersion starts with an ADDED event
-			// for every existing Job, so a re-watch misses nothing that
-			// still exists.
-			w, err := c.Watch(ctx, &batchv1.JobList{}, client.InNamespace(ns))
-			if err != nil {
-				time.Sleep(PollInterval)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Error {
-					continue
-				}
-				if job, ok := ev.Object.(*batchv1.Job); ok {
-					r.add(job, ev.Type == watch.Deleted)
-				}
-			}
-			w.Stop()
-		}
-	}()
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.watch(ctx, c)
+		}()
+	}
+	go func() { wg.Wait(); close(r.done) }()
 	t.Cleanup(r.Stop)
 	return r
+}
+
+// watch feeds the Jobs of r.ns in one cluster to the recorder until ctx
+// ends.
+func (r *JobRecorder) watch(ctx context.Context, c client.WithWatch) {
+	for ctx.Err() == nil {
+		// A watch without a resourceVersion starts with an ADDED event
+		// for every existing Job, so a re-watch misses nothing that
+		// still exists.
+		w, err := c.Watch(ctx, &batchv1.JobList{}, client.InNamespace(r.ns))
+		if err != nil {
+			time.Sleep(PollInterval)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				continue
+			}
+			if job, ok := ev.Object.(*batchv1.Job); ok {
+				r.add(job, ev.Type == watch.Deleted)
+			}
+		}
+		w.Stop()
+	}
 }
 
 // Seen returns when the recorder first saw a Job and when it saw it go

@@ -23,19 +23,9 @@ import (
 
 // --- Kueue objects -----------------------------------------------------------
 
-const kueueAPI = "kueue.x-k8s.io/v1beta2"
+const kueueAPI = harness.KueueAPI
 
-func kueueObject(kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": kueueAPI, "kind": kind}}
-	for k, v := range fields {
-		u.Object[k] = v
-	}
-	u.SetName(name)
-	if ns != "" {
-		u.SetNamespace(ns)
-	}
-	return u
-}
+var kueueObject = harness.KueueObject
 
 func create(t *testing.T, obj client.Object) {
 	t.Helper()

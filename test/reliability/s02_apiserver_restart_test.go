@@ -6,89 +6,35 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/taskops/task-operator/test/harness"
 )
 
-// processGone reports whether pid has exited (a zombie counts as gone: its
-// parent, init after the script's setsid, reaps it when it gets to it).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return true
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-		return b[i+2] == 'Z'
-	}
-	return false
-}
-
 // stopAPIServer stops the cluster's kube-apiserver (SIGTERM, SIGKILL after
-// 30 s) and returns its command line, to start it again the same way.
+// 5 s: the scenario wants a bounded outage) and returns its command line,
+// to start it again the same way.
 func stopAPIServer(t *testing.T) []string {
 	t.Helper()
-	pid, args, err := s.cluster.ComponentPID("kube-apiserver")
+	args, err := s.cluster.StopComponent("kube-apiserver", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	// It stops listening at once but can take 30 s to exit (requests and
-	// watches draining); the scenario wants a bounded outage.
-	deadline := time.Now().Add(5 * time.Second)
-	killed := false
-	for !processGone(pid) {
-		if time.Now().After(deadline) && !killed {
-			t.Logf("kube-apiserver still running 5 s after SIGTERM: SIGKILL")
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			killed = true
-		}
-		if time.Now().After(deadline.Add(20 * time.Second)) {
-			t.Fatalf("kube-apiserver (pid %d) does not exit", pid)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	return args
 }
 
 // startAPIServer starts kube-apiserver with args the way
-// hack/local-cluster.sh does: its own session, appending to its log, its
-// pid in the pid file (so `hack/local-cluster.sh down` stops it). It
-// returns when /readyz says ok, with how long that took.
+// hack/local-cluster.sh does and returns when /readyz says ok, with how
+// long that took.
 func startAPIServer(t *testing.T, args []string) time.Duration {
 	t.Helper()
-	logFile, err := os.OpenFile(s.cluster.LogFile("kube-apiserver"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(logFile, "\n===== reliability: kube-apiserver restarted by %s at %s =====\n", t.Name(), time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		t.Fatal(err)
-	}
-	logFile.Close()
-	go func() { _ = cmd.Wait() }() // reap it if it exits while the suite runs
-	if err := os.WriteFile(s.cluster.PIDFile("kube-apiserver"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+	if err := s.cluster.StartComponent("kube-apiserver", args, "by reliability "+t.Name()); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 2*time.Minute, "kube-apiserver /readyz", nil, func(ctx context.Context) (bool, string) {
-		b, err := s.cs.CoreV1().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil && strings.TrimSpace(string(b)) == "ok", fmt.Sprintf("%s %v", b, err)
+		return s.cluster.APIServerReady(ctx)
 	})
 	return time.Since(start)
 }
