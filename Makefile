@@ -49,6 +49,8 @@ vet: ## Run go vet and check formatting.
 	go vet ./...
 	go vet -tags e2e ./test/e2e/
 	go vet -tags reliability ./test/reliability/
+	go vet -tags kueue ./test/kueue/
+	go vet -tags multikueue ./test/multikueue/
 
 .PHONY: lint
 lint: $(STATICCHECK) ## Run staticcheck (staticcheck.conf) over every package and build tag; it must be clean.
@@ -56,6 +58,7 @@ lint: $(STATICCHECK) ## Run staticcheck (staticcheck.conf) over every package an
 	$(STATICCHECK) -tags e2e ./test/e2e/
 	$(STATICCHECK) -tags reliability ./test/reliability/
 	$(STATICCHECK) -tags kueue ./test/kueue/
+	$(STATICCHECK) -tags multikueue ./test/multikueue/
 
 $(STATICCHECK):
 	@mkdir -p $(LOCALBIN)/.sc
@@ -132,6 +135,13 @@ test-reliability: ## Reliability and security scenarios on a local control plane
 .PHONY: test-kueue
 test-kueue: ## Tasks queued by a real Kueue (v0.17.0, built from the Go module proxy on first use, ~3 min) on a local cluster with a kwok node (~2 min).
 	$(call suite-then-down,KUEUE,kueue,go test -tags kueue ./test/kueue/ -count=1 -timeout 20m -v)
+
+.PHONY: test-multikueue
+test-multikueue: ## Tasks dispatched by Kueue's MultiKueue from a manager control plane to two worker control planes (kwok nodes, a Kueue in each; ~6 min).
+	@set +e; go test -tags multikueue ./test/multikueue/ -count=1 -timeout 30m -v; rc=$$?; \
+	if [ $$rc -ne 0 ] && [ "$${MULTIKUEUE_KEEP_CLUSTER:-}" != 1 ]; then \
+	  for d in "" -worker-1 -worker-2; do hack/local-cluster.sh down --dir "$${MULTIKUEUE_CLUSTER_DIR:-tmp/multikueue-cluster}$$d" || true; done; \
+	fi; exit $$rc
 
 .PHONY: test-reliability-fast
 test-reliability-fast: ## The fast subset of the reliability scenarios (~4 min).
