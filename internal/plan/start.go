@@ -63,16 +63,12 @@ func (d *decision) checkStarts() {
 			if by := in.HeldBy[a.JobName]; by != "" {
 				check.Cause = by
 			}
-		case kueue && a.Resumed.IsZero():
+		case (kueue || a.Remote) && a.Resumed.IsZero():
 			// Admitted by Kueue a moment ago: the Job controller has not
 			// started the Job yet (status.startTime), where the start
-			// timeout begins; that update brings the next pass.
-			d.wake.add(now.Add(timeout))
-			continue
-		case a.Remote && a.Resumed.IsZero():
-			// Dispatched to a worker that has not started its copy yet (or
-			// whose status is not mirrored yet): the mirrored startTime
-			// brings the next pass.
+			// timeout begins, or, for a remote attempt, the worker has not
+			// started its copy (or its status is not mirrored yet); that
+			// update brings the next pass.
 			d.wake.add(now.Add(timeout))
 			continue
 		case !retry.StartCheckDue(a.StartBase(), first, now):

@@ -92,6 +92,48 @@ func TestAFailingAttemptIsRetriedAndTheRetryIsDispatchedAgain(t *testing.T) {
 	}
 }
 
+// An attempt whose pod never starts on its worker (an image that cannot be
+// pulled there) fails StartTimeout, judged from the mirrored counts, with
+// the worker named; its copy is removed. The attempt is not "no pod was
+// created" for lack of pods on the manager.
+func TestAnAttemptThatCannotStartOnItsWorkerIsStartTimeout(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "mk-start")
+	queues(t, ns, 4, 2, 2)
+	create(t, env.c, dispatchedTask(ns, "stuck", 1, testutil.StartTimeout(10), testutil.PodAnnotations(harness.SimStart, "never")))
+	on := runningOn(t, ns, "stuck")
+	failed := waitTask(t, ns, "stuck", "Failed", 2*time.Minute, phase(v1alpha1.PhaseFailed))
+	rec := failed.Status.AttemptRecords[0]
+	t.Logf("lastError %q", failed.Status.LastError)
+	if rec.Reason != v1alpha1.AttemptStartTimeout || !strings.Contains(failed.Status.LastError, "did not all start within 10s on worker cluster "+on) {
+		t.Fatalf("attempt %+v, lastError %q; want StartTimeout on %s", rec, failed.Status.LastError, on)
+	}
+	harness.Eventually(t, time.Minute, "the copy on "+on+" removed", nil, func(context.Context) (bool, string) {
+		c := copies(ns, "stuck")
+		return len(c) == 0, fmt.Sprintf("copies on %v", keys(c))
+	})
+}
+
+// A cron Task's runs are dispatched like any attempt: two slots of an
+// @every 10s schedule each run on a worker and succeed.
+func TestACronTasksRunsAreDispatched(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "mk-cron")
+	queues(t, ns, 4, 2, 2)
+	create(t, env.c, dispatchedTask(ns, "every", 1, testutil.Schedule("@every 10s")))
+	// A succeeded run's history message is "succeeded on attempt 1: ran
+	// on worker cluster ...".
+	waitTask(t, ns, "every", "two runs succeeded on a worker", 2*time.Minute, func(t *v1alpha1.Task) bool {
+		n := 0
+		for _, h := range t.Status.History {
+			if h.Result == v1alpha1.RunResultSucceeded && strings.Contains(h.Message, "ran on worker cluster worker-") {
+				n++
+			}
+		}
+		return n >= 2
+	})
+}
+
 // With one worker full (a ClusterQueue of one CPU there, taken by a
 // running attempt) the next attempt is dispatched to the other worker.
 func TestWithOneWorkerFullTheAttemptGoesToTheOther(t *testing.T) {
