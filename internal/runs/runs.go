@@ -394,15 +394,10 @@ func annotationInt(job *batchv1.Job, key string) int64 {
 // queue: while it is active, and, once stopped, until its pods are gone (a
 // stopped attempt's pods still run for their grace period, and a Job
 // someone resumed after a stop runs again: it is Active, see AttemptOf).
-//
-// A stopped remote attempt (Remote) frees its place at once: its pods are on
-// a worker cluster, and the counts on the Job are the last status mirrored
-// from there, which nothing updates once Kueue has removed the worker's
-// copy.
 func HoldsPlace(job *batchv1.Job) bool {
 	a := AttemptOf(job, 0)
 	podsLeft := job.Status.Active > 0 || ptr.Deref(job.Status.Terminating, 0) > 0
-	return a.Phase == Active || (a.Phase == Stopped && podsLeft && !a.Remote)
+	return a.Phase == Active || (a.Phase == Stopped && podsLeft)
 }
 
 // Remote reports whether another controller than the Job controller runs

@@ -141,6 +141,20 @@ func TestPodsStartedCountsReadyAndFinishedPodsAgainstCompletions(t *testing.T) {
 	}
 }
 
+// A Job another controller runs (spec.managedBy: MultiKueue) is remote;
+// one the Job controller runs, named or by default, is not.
+func TestAJobManagedElsewhereIsRemote(t *testing.T) {
+	for _, tc := range []struct {
+		managedBy *string
+		remote    bool
+	}{{nil, false}, {ptr.To(batchv1.JobControllerName), false}, {ptr.To(v1alpha1.MultiKueueManagedBy), true}} {
+		j := job("0", "1", t0, func(j *batchv1.Job) { j.Spec.ManagedBy = tc.managedBy })
+		if got := runs.AttemptOf(&j, 1).Remote; got != tc.remote {
+			t.Errorf("managedBy %v: Remote %v, want %v", ptr.Deref(tc.managedBy, "<unset>"), got, tc.remote)
+		}
+	}
+}
+
 func TestAddAttemptKeepsRunsAndAttemptsInOrder(t *testing.T) {
 	rs := runs.FromJobs(owner, []batchv1.Job{job("0", "2", t0.Add(time.Minute))})
 	rs = runs.AddAttempt(rs, "0", nil, runs.Attempt{Number: 1, JobName: "t-0-1", Created: t0})
