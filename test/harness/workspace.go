@@ -117,3 +117,18 @@ func CreateNamespace(t *testing.T, c client.Client, prefix string, labels map[st
 	})
 	return name
 }
+
+// Cleanups is what a suite's setup started, to stop newest first.
+type Cleanups []func()
+
+// Add registers f to run at Run.
+func (c *Cleanups) Add(f func()) { *c = append(*c, f) }
+
+// Run runs what was added, newest first, and forgets it (a second Run, from
+// a signal handler, does nothing).
+func (c *Cleanups) Run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+	*c = nil
+}

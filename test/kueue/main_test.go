@@ -34,12 +34,9 @@ func runMain(m *testing.M) (code int) {
 		return 1
 	}
 	env.ws = ws
-	var cleanups []func()
+	var cleanups harness.Cleanups
 	teardown := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-		cleanups = nil
+		cleanups.Run()
 		if err := ws.Close(env.cluster, logf); err != nil {
 			code = 1
 		}
@@ -70,7 +67,7 @@ func runMain(m *testing.M) (code int) {
 		logf("starting Kueue: %v", err)
 		return 1
 	}
-	cleanups = append(cleanups, kueue.Stop)
+	cleanups.Add(kueue.Stop)
 	env.kueueLog = kueue.Log
 
 	bin, err := ws.ManagerBinary(logf)
@@ -83,7 +80,7 @@ func runMain(m *testing.M) (code int) {
 		logf("starting the operator: %v", err)
 		return 1
 	}
-	cleanups = append(cleanups, func() { _ = env.op.Stop() })
+	cleanups.Add(func() { _ = env.op.Stop() })
 	logf("setup took %s (operator log %s, Kueue log %s)", time.Since(t0).Round(time.Second), env.op.LogPath, env.kueueLog)
 	return m.Run()
 }

@@ -61,12 +61,9 @@ func runMain(m *testing.M) (code int) {
 		return 1
 	}
 	env.ws = ws
-	var cleanups []func()
+	var cleanups harness.Cleanups
 	teardown := func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-		cleanups = nil
+		cleanups.Run()
 		for _, w := range env.workers {
 			if ws.Keep {
 				logf("MULTIKUEUE_KEEP_CLUSTER=1: %s keeps running; KUBECONFIG=%s; stop it with: hack/local-cluster.sh down --dir %s", w.name, w.cluster.Kubeconfig, w.cluster.Dir)
@@ -94,7 +91,7 @@ func runMain(m *testing.M) (code int) {
 // setUp brings up the three control planes, a Kueue in each (MultiKueue on
 // the manager, reaching the workers through kubeconfig Secrets), and the
 // operator on the manager; what it starts is stopped by cleanups.
-func setUp(cleanups *[]func()) error {
+func setUp(cleanups *harness.Cleanups) error {
 	kueueBin, crds, err := harness.KueueBuild(env.ws.Root)
 	if err != nil {
 		return err
@@ -123,7 +120,7 @@ func setUp(cleanups *[]func()) error {
 		if w.kueue, err = harness.StartKueue(harness.KueueOptions{Bin: kueueBin, Kubeconfig: w.cluster.Kubeconfig, Dir: filepath.Join(w.cluster.Dir, "kueue")}); err != nil {
 			return fmt.Errorf("Kueue on %s: %w", w.name, err)
 		}
-		*cleanups = append(*cleanups, w.kueue.Stop)
+		cleanups.Add(w.kueue.Stop)
 	}
 	if err := multiKueueSetup(); err != nil {
 		return err
@@ -133,7 +130,7 @@ func setUp(cleanups *[]func()) error {
 	if err != nil {
 		return fmt.Errorf("Kueue on the manager: %w", err)
 	}
-	*cleanups = append(*cleanups, env.kueue.Stop)
+	cleanups.Add(env.kueue.Stop)
 	if err := waitActive(); err != nil {
 		return err
 	}
@@ -146,7 +143,7 @@ func setUp(cleanups *[]func()) error {
 	if _, err := env.op.Start(); err != nil {
 		return fmt.Errorf("starting the operator: %w", err)
 	}
-	*cleanups = append(*cleanups, func() { _ = env.op.Stop() })
+	cleanups.Add(func() { _ = env.op.Stop() })
 	return nil
 }
 
