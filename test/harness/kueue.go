@@ -17,11 +17,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // Kueue (v0.17.0, built by hack/kueue.sh from the Go module proxy) as a
@@ -70,8 +76,10 @@ type KueueOptions struct {
 
 // Kueue is a running Kueue process.
 type Kueue struct {
-	Log  string // its log file
-	stop func()
+	Log         string // its log file
+	stop        func()
+	webhookPort int
+	cert        []byte // the certificate its webhook server serves (PEM)
 }
 
 // Stop stops Kueue (SIGINT, SIGKILL after 15 s) and undoes what it
@@ -133,7 +141,11 @@ integrations:
 		releaseCert()
 		return nil, err
 	}
-	k := &Kueue{Log: filepath.Join(o.Dir, "kueue.log")}
+	k := &Kueue{Log: filepath.Join(o.Dir, "kueue.log"), webhookPort: ports[2]}
+	if k.cert, err = os.ReadFile(filepath.Join(certs, "tls.crt")); err != nil {
+		releaseCert()
+		return nil, err
+	}
 	logFile, err := os.Create(k.Log)
 	if err != nil {
 		releaseCert()
@@ -321,4 +333,88 @@ func KueueObject(kind, ns, name string, fields map[string]any) *unstructured.Uns
 		u.SetNamespace(ns)
 	}
 	return u
+}
+
+// KueueWebhookManifests is the file of Kueue's webhook configurations in
+// its module, given the folder of its CRDs (KueueBuild).
+func KueueWebhookManifests(crds string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(crds)), "webhook", "manifests.yaml")
+}
+
+// RegisterWebhooks registers those of Kueue's webhooks (manifests, the
+// module's configurations) served at paths with the cluster's API server,
+// calling this Kueue on loopback: "/mutate-batch-v1-job" makes Kueue
+// default a Job's fields at creation, as an installed Kueue does. Only
+// the webhooks of Kueue's enabled integrations may be registered: the API
+// server refuses what a webhook that is not served would have to admit.
+// The returned func removes them.
+func (k *Kueue) RegisterWebhooks(c *Cluster, manifests string, paths ...string) (func(), error) {
+	data, err := os.ReadFile(manifests)
+	if err != nil {
+		return nil, err
+	}
+	var objs []client.Object
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var head metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			return nil, err
+		}
+		switch head.Kind {
+		case "MutatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := yaml.Unmarshal([]byte(doc), cfg); err != nil {
+				return nil, err
+			}
+			cfg.Webhooks = served(k, cfg.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+				return &w.ClientConfig
+			}, paths)
+			if len(cfg.Webhooks) > 0 {
+				cfg.Name = "kueue-" + cfg.Name
+				objs = append(objs, cfg)
+			}
+		case "ValidatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.Unmarshal([]byte(doc), cfg); err != nil {
+				return nil, err
+			}
+			cfg.Webhooks = served(k, cfg.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+				return &w.ClientConfig
+			}, paths)
+			if len(cfg.Webhooks) > 0 {
+				cfg.Name = "kueue-" + cfg.Name
+				objs = append(objs, cfg)
+			}
+		}
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("%s: no webhook served at %v", manifests, paths)
+	}
+	remove := func() {
+		for _, o := range objs {
+			_ = c.Client.Delete(context.Background(), o)
+		}
+	}
+	for _, o := range objs {
+		if err := c.Client.Create(context.Background(), o); err != nil {
+			remove()
+			return nil, fmt.Errorf("registering %s: %w", o.GetName(), err)
+		}
+	}
+	return remove, nil
+}
+
+// served keeps the webhooks served at paths, each calling this Kueue on
+// loopback with its certificate as the CA bundle.
+func served[W any](k *Kueue, ws []W, config func(*W) *admissionregistrationv1.WebhookClientConfig, paths []string) []W {
+	var out []W
+	for i := range ws {
+		cc := config(&ws[i])
+		if cc.Service == nil || !slices.Contains(paths, ptr.Deref(cc.Service.Path, "")) {
+			continue
+		}
+		cc.URL = ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", k.webhookPort, *cc.Service.Path))
+		cc.Service, cc.CABundle = nil, k.cert
+		out = append(out, ws[i])
+	}
+	return out
 }

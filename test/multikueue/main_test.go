@@ -89,8 +89,9 @@ func runMain(m *testing.M) (code int) {
 }
 
 // setUp brings up the three control planes, a Kueue in each (MultiKueue on
-// the manager, reaching the workers through kubeconfig Secrets), and the
-// operator on the manager; what it starts is stopped by cleanups.
+// the manager, reaching the workers through kubeconfig Secrets, with its
+// Job webhooks registered there), and the operator on the manager; what it
+// starts is stopped by cleanups.
 func setUp(cleanups *harness.Cleanups) error {
 	kueueBin, crds, err := harness.KueueBuild(env.ws.Root)
 	if err != nil {
@@ -131,6 +132,13 @@ func setUp(cleanups *harness.Cleanups) error {
 		return fmt.Errorf("Kueue on the manager: %w", err)
 	}
 	cleanups.Add(env.kueue.Stop)
+	// Kueue's Job webhook, as an installed Kueue has it: it sets
+	// spec.managedBy on a Job created for a MultiKueue queue.
+	unregister, err := env.kueue.RegisterWebhooks(env.manager, harness.KueueWebhookManifests(crds), "/mutate-batch-v1-job", "/validate-batch-v1-job")
+	if err != nil {
+		return fmt.Errorf("Kueue's Job webhooks on the manager: %w", err)
+	}
+	cleanups.Add(unregister)
 	if err := waitActive(); err != nil {
 		return err
 	}

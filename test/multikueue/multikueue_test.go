@@ -49,6 +49,26 @@ func TestAnAttemptRunsOnAWorkerAndTheTaskNamesIt(t *testing.T) {
 	}
 }
 
+// Where Kueue's Job webhook is installed (as in any Kueue install), a Task
+// with only the Kueue queue label, in a queue that dispatches through
+// MultiKueue, is dispatched too: the webhook sets spec.managedBy on its
+// Job at creation, and the operator treats the Job by that field.
+func TestKueuesWebhookDispatchesATaskWithOnlyTheQueueLabel(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t, "mk-webhook")
+	queues(t, ns, 4, 2, 2)
+	create(t, env.c, dispatchedTask(ns, "plain", 3, func(t *v1alpha1.Task) { delete(t.Labels, v1alpha1.LabelDispatch) }))
+	on := runningOn(t, ns, "plain")
+	done := waitTask(t, ns, "plain", "Succeeded", 2*time.Minute, phase(v1alpha1.PhaseSucceeded))
+	jobs := managerJobs(t, ns, "plain")
+	if len(jobs) != 1 || ptr.Deref(jobs[0].Spec.ManagedBy, "") != v1alpha1.MultiKueueManagedBy {
+		t.Fatalf("the manager's Jobs: %d, managedBy %v; want one, set by Kueue's webhook", len(jobs), jobs[0].Spec.ManagedBy)
+	}
+	if rec := done.Status.AttemptRecords[0]; rec.Cluster != on {
+		t.Fatalf("attempt record names %q, ran on %s", rec.Cluster, on)
+	}
+}
+
 // A failing attempt fails on its worker (the shell's exit 3 there, as the
 // mirrored Job status reports it) and is retried as a new Job, dispatched
 // afresh: with the first attempt's worker made full during the backoff,
