@@ -16,7 +16,7 @@ package admission
 
 import (
 	"cmp"
-	"container/heap"
+	"iter"
 	"maps"
 	"slices"
 	"time"
@@ -41,6 +41,35 @@ type JobState struct {
 	Finished bool
 }
 
+// Line is the attempts waiting in a queue, as the pass saw them. The
+// queue's line is kept in order in memory (internal/waitline), so a pass
+// reads its first attempts and its length without going through every
+// waiting attempt: its cost follows the places it fills, not the line.
+type Line struct {
+	// Len is how many attempts wait.
+	Len int
+	// Waits reports whether an attempt waits; it is asked only about the
+	// record's names and the queue's Jobs. nil: none waits.
+	Waits func(jobName string) bool
+	// InOrder yields the waiting attempts in admission order (Order).
+	// nil: none.
+	InOrder iter.Seq[Waiting]
+}
+
+// LineOf is the Line of the attempts ws, in any order (sorted here: for
+// tests, and lines read without the in-memory line).
+func LineOf(ws ...Waiting) Line {
+	sorted := slices.SortedFunc(slices.Values(ws), Order)
+	byJob := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		byJob[w.JobName] = true
+	}
+	return Line{Len: len(ws), Waits: func(job string) bool { return byJob[job] }, InOrder: slices.Values(sorted)}
+}
+
+// Has reports whether an attempt waits (Waits, nil meaning none).
+func (l Line) Has(jobName string) bool { return l.Waits != nil && l.Waits(jobName) }
+
 // Input is what a queue pass observed.
 type Input struct {
 	MaxRunning int32
@@ -51,8 +80,8 @@ type Input struct {
 	// queue, plus every Job the record lists that the pass could find
 	// (a Job missing here is known not to exist).
 	Jobs map[string]JobState
-	// Waiting are the attempts the queue's Tasks wait to start.
-	Waiting []Waiting
+	// Line is the attempts the queue's Tasks wait to start.
+	Line Line
 	// Exists, when set, reports whether a Job of the given name exists
 	// although Jobs does not hold it (a finished one). A waiting attempt
 	// whose Job exists is not admitted: the Task's status that lists it
@@ -73,10 +102,10 @@ type Decision struct {
 	// queue while running, or a queue re-created).
 	Released []string
 	Adopted  []string
-	// Line is who still waits, in no particular order (only its length
-	// is written): putting the whole line in order would cost every pass
-	// O(W log W) for W waiting, where only the first few are admitted.
-	Line []Waiting
+	// Queued is how many attempts still wait: the line, less those
+	// admitted now and those that wait for nothing (their Job exists, or
+	// holds a place).
+	Queued int
 }
 
 // Running is how many places are held.
@@ -89,28 +118,15 @@ func (d Decision) Running() int32 { return int32(len(d.Admitted)) }
 // queue the record misses holds a place too, even above the cap (lowering
 // maxRunning, or a Task moved into the queue while running, stops
 // nothing). Then, unless the queue is suspended, the waiting attempts are
-// admitted in order while places are free.
+// admitted in order while places are free. It reads the line only up to
+// the last attempt it admits: O(maxRunning + admitted) map lookups.
 func Decide(in Input) Decision {
 	var d Decision
-	// The record's names without a Job, and whether a Task waits for
-	// them: only those need the waiting attempts looked through (a set of
-	// the whole line would cost every pass a map of W entries).
-	unstarted := map[string]bool{}
-	for _, name := range in.Admitted {
-		if _, exists := in.Jobs[name]; !exists {
-			unstarted[name] = false
-		}
-	}
-	for _, w := range in.Waiting {
-		if _, ok := unstarted[w.JobName]; ok {
-			unstarted[w.JobName] = true
-		}
-	}
 	held := map[string]bool{}
 	for _, name := range in.Admitted {
 		job, exists := in.Jobs[name]
 		switch {
-		case exists && !job.Finished, !exists && unstarted[name]:
+		case exists && !job.Finished, !exists && in.Line.Has(name):
 			held[name] = true
 		default:
 			d.Released = append(d.Released, name)
@@ -123,59 +139,40 @@ func Decide(in Input) Decision {
 		}
 	}
 
-	line := make([]Waiting, 0, len(in.Waiting))
-	for _, w := range in.Waiting {
-		if _, exists := in.Jobs[w.JobName]; !exists && !held[w.JobName] {
-			line = append(line, w)
+	// The waiting attempts whose Job exists or that hold a place wait
+	// for nothing: not in line.
+	notInLine := 0
+	for name := range in.Jobs {
+		if in.Line.Has(name) {
+			notInLine++
+		}
+	}
+	for name := range held {
+		if _, exists := in.Jobs[name]; !exists && in.Line.Has(name) {
+			notInLine++
 		}
 	}
 	free := int(in.MaxRunning) - len(held)
-	for free > 0 && len(line) > 0 && !in.Suspended {
-		n := min(free, len(line))
-		orderFirst(line, n)
-		for _, w := range line[:n] {
+	if free > 0 && !in.Suspended && in.Line.InOrder != nil {
+		for w := range in.Line.InOrder {
+			if _, exists := in.Jobs[w.JobName]; exists || held[w.JobName] {
+				continue // counted in notInLine
+			}
 			if in.Exists != nil && in.Exists(w.JobName) {
-				continue // already created: waits for nothing
+				notInLine++ // already created: waits for nothing
+				continue
 			}
 			d.Admit = append(d.Admit, w)
 			held[w.JobName] = true
-			free--
+			if free--; free == 0 {
+				break
+			}
 		}
-		line = line[n:]
 	}
-	d.Line = line
+	d.Queued = max(in.Line.Len-notInLine-len(d.Admit), 0)
 	d.Admitted = slices.Sorted(maps.Keys(held))
 	return d
 }
-
-// orderFirst moves the first n attempts of line in admission order to its
-// front, in that order, in O(W log n) for W attempts: a bounded max-heap
-// of the n best seen so far, then a sort of those n.
-func orderFirst(line []Waiting, n int) {
-	if n >= len(line)/2 {
-		slices.SortFunc(line, Order)
-		return
-	}
-	h := firstN(line[:n])
-	heap.Init(&h)
-	for i := n; i < len(line); i++ {
-		if Order(line[i], line[0]) < 0 {
-			line[0], line[i] = line[i], line[0]
-			heap.Fix(&h, 0)
-		}
-	}
-	slices.SortFunc(line[:n], Order)
-}
-
-// firstN is a max-heap by admission order: its root is the last of the
-// n first, the one a better attempt replaces.
-type firstN []Waiting
-
-func (h firstN) Len() int           { return len(h) }
-func (h firstN) Less(i, j int) bool { return Order(h[i], h[j]) > 0 }
-func (h firstN) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *firstN) Push(any)          { panic("firstN has a fixed size") }
-func (h *firstN) Pop() any          { panic("firstN has a fixed size") }
 
 // Order is admission order: higher priority first, then first come first
 // served, then by Job name so equal times are decided the same way by

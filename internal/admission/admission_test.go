@@ -34,60 +34,60 @@ func TestDecide(t *testing.T) {
 	}{
 		{
 			name:         "an empty queue admits the waiting attempts up to maxRunning, higher priority first, then first come",
-			in:           Input{MaxRunning: 2, Waiting: []Waiting{wait("a", 0, 1), wait("b", 0, 0), wait("c", 5, 9)}},
+			in:           Input{MaxRunning: 2, Line: LineOf(wait("a", 0, 1), wait("b", 0, 0), wait("c", 5, 9))},
 			wantAdmitted: []string{"b-job", "c-job"}, wantAdmit: []string{"c", "b"}, wantLine: []string{"a"},
 		},
 		{
 			name:         "equal priority and time are decided by Job name, the same way every pass",
-			in:           Input{MaxRunning: 1, Waiting: []Waiting{wait("z", 0, 0), wait("y", 0, 0)}},
+			in:           Input{MaxRunning: 1, Line: LineOf(wait("z", 0, 0), wait("y", 0, 0))},
 			wantAdmitted: []string{"y-job"}, wantAdmit: []string{"y"}, wantLine: []string{"z"},
 		},
 		{
 			name: "an admitted attempt whose Job is not created yet holds its place while its Task waits for it",
 			in: Input{MaxRunning: 1, Admitted: []string{"a-job"}, Jobs: map[string]JobState{},
-				Waiting: []Waiting{wait("a", 0, 0), wait("b", 0, 1)}},
+				Line: LineOf(wait("a", 0, 0), wait("b", 0, 1))},
 			wantAdmitted: []string{"a-job"}, wantLine: []string{"b"},
 		},
 		{
 			name: "a finished Job frees its place for the head of the line",
 			in: Input{MaxRunning: 1, Admitted: []string{"a-job"}, Jobs: map[string]JobState{"a-job": finished},
-				Waiting: []Waiting{wait("b", 0, 1), wait("c", 0, 2)}},
+				Line: LineOf(wait("b", 0, 1), wait("c", 0, 2))},
 			wantAdmitted: []string{"b-job"}, wantAdmit: []string{"b"}, wantLine: []string{"c"}, wantReleased: []string{"a-job"},
 		},
 		{
 			name: "a listed attempt with no Job that no Task waits for any more (cancelled, deleted) frees its place",
 			in: Input{MaxRunning: 1, Admitted: []string{"gone-job"}, Jobs: map[string]JobState{},
-				Waiting: []Waiting{wait("b", 0, 1)}},
+				Line: LineOf(wait("b", 0, 1))},
 			wantAdmitted: []string{"b-job"}, wantAdmit: []string{"b"}, wantReleased: []string{"gone-job"},
 		},
 		{
 			name: "lowering maxRunning stops nothing and admits nothing until fewer run",
 			in: Input{MaxRunning: 1, Admitted: []string{"a-job", "b-job", "c-job"},
-				Jobs:    map[string]JobState{"a-job": active, "b-job": active, "c-job": finished},
-				Waiting: []Waiting{wait("d", 0, 0)}},
+				Jobs: map[string]JobState{"a-job": active, "b-job": active, "c-job": finished},
+				Line: LineOf(wait("d", 0, 0))},
 			wantAdmitted: []string{"a-job", "b-job"}, wantLine: []string{"d"}, wantReleased: []string{"c-job"},
 		},
 		{
 			name: "an active Job of the queue the record misses holds a place (adopted), even above the cap",
 			in: Input{MaxRunning: 1, Admitted: []string{"a-job"},
-				Jobs:    map[string]JobState{"a-job": active, "x-job": active},
-				Waiting: []Waiting{wait("d", 0, 0)}},
+				Jobs: map[string]JobState{"a-job": active, "x-job": active},
+				Line: LineOf(wait("d", 0, 0))},
 			wantAdmitted: []string{"a-job", "x-job"}, wantLine: []string{"d"},
 		},
 		{
 			name:         "a suspended queue admits nothing",
-			in:           Input{MaxRunning: 5, Suspended: true, Waiting: []Waiting{wait("a", 0, 0)}},
+			in:           Input{MaxRunning: 5, Suspended: true, Line: LineOf(wait("a", 0, 0))},
 			wantAdmitted: []string{}, wantLine: []string{"a"},
 		},
 		{
 			name: "a waiting entry whose Job already exists is not admitted again (a Task status behind its Jobs)",
 			in: Input{MaxRunning: 5, Jobs: map[string]JobState{"a-job": finished},
-				Waiting: []Waiting{wait("a", 0, 0)}},
+				Line: LineOf(wait("a", 0, 0))},
 			wantAdmitted: []string{}, wantLine: []string{},
 		},
 		{
 			name: "a waiting entry whose finished Job only a lookup finds is skipped, and the next one admitted",
-			in: Input{MaxRunning: 1, Waiting: []Waiting{wait("a", 0, 0), wait("b", 0, 1)},
+			in: Input{MaxRunning: 1, Line: LineOf(wait("a", 0, 0), wait("b", 0, 1)),
 				Exists: func(job string) bool { return job == "a-job" }},
 			wantAdmitted: []string{"b-job"}, wantAdmit: []string{"b"}, wantLine: []string{},
 		},
@@ -104,8 +104,8 @@ func TestDecide(t *testing.T) {
 			if got := names(d.Admit); !slices.Equal(got, orEmpty(c.wantAdmit)) {
 				t.Errorf("admit %v, want %v", got, c.wantAdmit)
 			}
-			if got := slices.Sorted(slices.Values(names(d.Line))); !slices.Equal(got, orEmpty(c.wantLine)) {
-				t.Errorf("line %v, want %v", got, c.wantLine)
+			if d.Queued != len(c.wantLine) {
+				t.Errorf("queued %d, want %d (%v)", d.Queued, len(c.wantLine), c.wantLine)
 			}
 			if !slices.Equal(d.Released, c.wantReleased) {
 				t.Errorf("released %v, want %v", d.Released, c.wantReleased)
@@ -135,9 +135,11 @@ func TestDecideNeverAdmitsBeyondTheCap(t *testing.T) {
 				in.Admitted = append(in.Admitted, name)
 				in.Jobs[name] = JobState{}
 			}
+			var ws []Waiting
 			for i := 0; i < 10; i++ {
-				in.Waiting = append(in.Waiting, wait("w"+string(rune('a'+i)), int32(i%3), i))
+				ws = append(ws, wait("w"+string(rune('a'+i)), int32(i%3), i))
 			}
+			in.Line = LineOf(ws...)
 			d := Decide(in)
 			if len(d.Admit) > 0 && d.Running() > maxRunning {
 				t.Fatalf("max %d held %d: admitted %d, running %d", maxRunning, held, len(d.Admit), d.Running())
@@ -149,25 +151,41 @@ func TestDecideNeverAdmitsBeyondTheCap(t *testing.T) {
 	}
 }
 
-// The first n attempts of a shuffled line, taken in O(W log n), are those
-// a full sort puts first, in the same order.
-func TestOrderFirstTakesWhatAFullSortPutsFirst(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, size := range []int{1, 2, 3, 10, 100, 1000} {
-		for _, n := range []int{1, 2, size / 3, size / 2, size} {
-			if n < 1 || n > size {
-				continue
+// Queued, counted from the head of the line and the few names the pass
+// asks about, is what is left when the attempts whose Job exists, those
+// holding a place and those admitted now are taken out of the whole line.
+func TestQueuedIsTheLineLessWhatWaitsForNothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		in := Input{MaxRunning: int32(rng.IntN(6)), Suspended: rng.IntN(5) == 0, Jobs: map[string]JobState{}}
+		var ws []Waiting
+		for i := range rng.IntN(12) {
+			w := wait(fmt.Sprintf("t%d", i), int32(rng.IntN(2)), rng.IntN(4))
+			ws = append(ws, w)
+			switch rng.IntN(5) {
+			case 0: // its Job exists already
+				in.Jobs[w.JobName] = JobState{Finished: rng.IntN(2) == 0}
+			case 1: // admitted, Job not created yet
+				in.Admitted = append(in.Admitted, w.JobName)
 			}
-			var line []Waiting
-			for i := range size {
-				line = append(line, wait(fmt.Sprintf("t%04d", i), int32(rng.IntN(3)), rng.IntN(size/2+1)))
+		}
+		for i := range rng.IntN(4) { // Jobs and record names no Task waits for
+			name := fmt.Sprintf("other-%d", i)
+			in.Jobs[name] = JobState{Finished: rng.IntN(2) == 0}
+			if rng.IntN(2) == 0 {
+				in.Admitted = append(in.Admitted, name)
 			}
-			want := slices.Clone(line)
-			slices.SortFunc(want, Order)
-			orderFirst(line, n)
-			if got := names(line[:n]); !slices.Equal(got, names(want[:n])) {
-				t.Fatalf("size %d, first %d: %v, want %v", size, n, got, names(want[:n]))
+		}
+		in.Line = LineOf(ws...)
+		d := Decide(in)
+		want := 0
+		for _, w := range ws {
+			if _, exists := in.Jobs[w.JobName]; !exists && !slices.Contains(d.Admitted, w.JobName) {
+				want++
 			}
+		}
+		if d.Queued != want {
+			t.Fatalf("input %+v: queued %d, want %d (admitted %v)", in, d.Queued, want, d.Admitted)
 		}
 	}
 }
@@ -176,7 +194,8 @@ func TestOrderFirstTakesWhatAFullSortPutsFirst(t *testing.T) {
 // maxRunning 100 with one place just freed (a Job finished), with 100 and
 // with 10,000 attempts waiting, interleaved, and reports the second as a
 // multiple of the first (issue: a pass over 10k waiting within 2x the
-// time of one over 100).
+// time of one over 100). The line comes in order (internal/waitline): the
+// decision reads only its head.
 func BenchmarkDecideWaiting(b *testing.B) {
 	input := func(waiting int) Input {
 		in := Input{MaxRunning: 100, Jobs: map[string]JobState{}}
@@ -185,9 +204,11 @@ func BenchmarkDecideWaiting(b *testing.B) {
 			in.Admitted = append(in.Admitted, name)
 			in.Jobs[name] = JobState{Finished: i == 0}
 		}
+		var ws []Waiting
 		for i := range waiting {
-			in.Waiting = append(in.Waiting, wait(fmt.Sprintf("t%05d", i), int32(i%3), i))
+			ws = append(ws, wait(fmt.Sprintf("t%05d", i), int32(i%3), i))
 		}
+		in.Line = LineOf(ws...)
 		return in
 	}
 	small, large := input(100), input(10000)

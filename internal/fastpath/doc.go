@@ -16,12 +16,13 @@
 //     them. A pass that runs before the cache caught up would otherwise
 //     create the Job again and be refused (AlreadyExists): two requests.
 //   - own status writes (writes.go; RememberWrite, Latest, Peek,
-//     WaitingIn, CacheShows): each Task as this process's last status
-//     write left it, until the cache shows that write. A pass that starts
-//     from a stale cache would otherwise compute from old data and be
-//     refused (409 Conflict) and requeued; the queue controller peeks and
-//     adds the Tasks this process just put in line (WaitingIn) to what its
-//     index shows, so they count at once.
+//     CacheShows): each Task as this process's last status write left it,
+//     until the cache shows that write. A pass that starts from a stale
+//     cache would otherwise compute from old data and be refused (409
+//     Conflict) and requeued; the Task controller puts a Task it just put
+//     in line in its queue's line (internal/waitline) at once, and the
+//     queue controller's watch reads each Task through Peek, so an older
+//     event does not undo that.
 //   - queue records (records.go; RememberRecord, Admitted): each queue's
 //     admission record as last written, so the Task pass woken right
 //     after an admission sees it before the cache does.

@@ -122,16 +122,6 @@ func (s *Shortcuts) CacheShows(task *v1alpha1.Task) {
 	}
 }
 
-// WaitingIn is the Tasks of namespace ns this process put in line in
-// queue by a write the cache may not show yet; never change them. None
-// when the shortcuts are off.
-func (s *Shortcuts) WaitingIn(ns, queue string) []*v1alpha1.Task {
-	if s == nil {
-		return nil
-	}
-	return s.writes.waitingIn(ns, queue)
-}
-
 // Latest is the Task a pass starts from: the cached one, or the one this
 // process's last status write returned while the cache is only behind it.
 func (s *Shortcuts) Latest(cached *v1alpha1.Task) *v1alpha1.Task {

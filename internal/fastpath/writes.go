@@ -66,23 +66,6 @@ func (w *ownWrites) seen(task *v1alpha1.Task) {
 	}
 }
 
-// waitingIn returns the remembered Tasks of namespace ns that wait in
-// queue as this process last wrote them (status.queued not empty). The
-// queue pass lists the Tasks waiting by an index of the cache, which shows
-// a Task put in line only once its write arrives; it adds these (each
-// checked against the cache with peek).
-func (w *ownWrites) waitingIn(ns, queue string) []*v1alpha1.Task {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []*v1alpha1.Task
-	for _, e := range w.m {
-		if t := e.task; t.Namespace == ns && t.Spec.QueueName == queue && len(t.Status.Queued) > 0 {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
 // forget drops what is remembered of a Task (after a refused write).
 func (w *ownWrites) forget(uid types.UID) {
 	if w == nil {

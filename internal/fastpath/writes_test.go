@@ -5,7 +5,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
@@ -80,25 +79,5 @@ func TestAWriteIsForgottenOnceTheCacheShowsIt(t *testing.T) {
 	w.seen(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "5"}})
 	if len(w.m) != 0 {
 		t.Fatal("the write is still remembered after the cache showed it")
-	}
-}
-
-func TestTheTasksPutInLineAreFoundByQueue(t *testing.T) {
-	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	task := func(uid, ns, queue string, queued int) *v1alpha1.Task {
-		t := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: uid, Namespace: ns, ResourceVersion: "1"}}
-		t.Spec.QueueName = queue
-		for range queued {
-			t.Status.Queued = append(t.Status.Queued, v1alpha1.QueuedAttempt{JobName: uid + "-job"})
-		}
-		return t
-	}
-	var w ownWrites
-	for _, x := range []*v1alpha1.Task{task("a", "ns", "q", 1), task("b", "ns", "q", 0), task("c", "other", "q", 1), task("d", "ns", "r", 1)} {
-		w.record(x, t0)
-	}
-	got := w.waitingIn("ns", "q")
-	if len(got) != 1 || got[0].Name != "a" {
-		t.Fatalf("waiting in ns/q: %v, want a only", got)
 	}
 }

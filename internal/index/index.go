@@ -1,14 +1,12 @@
 // Package index holds the cache's field indexes both controllers read
 // by, and the index functions: a Task's Jobs by their controller, a
-// queue's Tasks, the Tasks waiting in it and the Jobs holding its places,
-// the Tasks waiting for a Job name, and the Tasks naming a ConfigMap of
-// skip dates. Add registers them all before the manager starts.
+// queue's Tasks and the Jobs holding its places, the Tasks waiting for a
+// Job name, and the Tasks naming a ConfigMap of skip dates. Add registers
+// them all before the manager starts.
 //
-// The queue's two indexes keep a queue pass flat: it reads the attempts
-// waiting and running, never the queue's finished history, so a burst of N
-// queued Tasks costs O(N) passes of O(places + waiting) each, not O(N²).
-// WaitingLine (line.go) reads the waiting Tasks through the Task
-// informer's own index, without the copy a List makes of each.
+// The queue's places index keeps a queue pass flat: it reads the Jobs
+// running, never the queue's finished history; the attempts waiting come
+// from the line kept in memory (internal/waitline), read from its head.
 package index
 
 import (
@@ -30,9 +28,6 @@ const (
 	// QueuedJob indexes Tasks by the Job names they wait to have admitted
 	// (status.queued), so an admission wakes exactly their Tasks.
 	QueuedJob = ".status.queued.jobName"
-	// QueueWaiting indexes Tasks by spec.queueName while they wait in
-	// the queue (status.queued not empty, not being deleted).
-	QueueWaiting = ".spec.queueName.waiting"
 	// QueuePlaces indexes the Jobs that hold a place in a queue (its
 	// label) by the queue: controlled by a Task and not finished
 	// (runs.HoldsPlace). A finished Job leaves the index.
@@ -68,20 +63,7 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 	}); err != nil {
 		return err
 	}
-	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, QueueWaiting, TaskWaitingIn); err != nil {
-		return err
-	}
 	return indexer.IndexField(ctx, &batchv1.Job{}, QueuePlaces, JobHoldingPlaceIn)
-}
-
-// TaskWaitingIn is the index function of QueueWaiting: the Task's queue
-// while the Task waits in it.
-func TaskWaitingIn(obj client.Object) []string {
-	t := obj.(*v1alpha1.Task)
-	if t.Spec.QueueName == "" || len(t.Status.Queued) == 0 || !t.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	return []string{t.Spec.QueueName}
 }
 
 // JobHoldingPlaceIn is the index function of QueuePlaces: the Job's queue

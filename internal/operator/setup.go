@@ -1,7 +1,8 @@
 // Package operator wires the two controllers into a manager: the Task
 // controller (internal/reconciler) and the TaskQueue controller
-// (internal/taskqueue), over the indexes both read by (internal/index)
-// and the speed shortcuts both share (internal/fastpath). cmd/manager and
+// (internal/taskqueue), over the indexes both read by (internal/index),
+// the queues' lines both keep (internal/waitline) and the speed shortcuts
+// both share (internal/fastpath). cmd/manager and
 // the envtest suites set the operator up through Setup alone, so they run
 // the same wiring.
 package operator
@@ -16,6 +17,7 @@ import (
 	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/taskqueue"
+	"github.com/taskops/task-operator/internal/waitline"
 )
 
 // Setup registers the indexes and both controllers with mgr. The queue
@@ -25,13 +27,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, tasks
 	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
 		return fmt.Errorf("adding the cache's indexes: %w", err)
 	}
-	line, err := index.NewWaitingLine(ctx, mgr.GetCache())
-	if err != nil {
-		return err
-	}
 	opts = tasks.Shortcuts.ControllerOptions(opts)
+	tasks.Lines = waitline.New()
 	queues := &taskqueue.Reconciler{Client: tasks.Client, APIReader: tasks.APIReader, Recorder: tasks.Recorder,
-		Clock: tasks.Clock, Lease: tasks.Lease, Shortcuts: tasks.Shortcuts, Line: line}
+		Clock: tasks.Clock, Lease: tasks.Lease, Shortcuts: tasks.Shortcuts, Lines: tasks.Lines}
 	if err := queues.SetupWithManager(mgr, opts); err != nil {
 		return fmt.Errorf("setting up the TaskQueue controller: %w", err)
 	}

@@ -162,7 +162,7 @@ func TestAStoppedAttemptHoldsItsQueuePlaceUntilItsPodsAreGone(t *testing.T) {
 	// pass has seen it.)
 	cached := &batchv1.Job{}
 	waitManualCache(t, "the stopped Job", client.ObjectKeyFromObject(&job), cached, func() bool { return ptr.Deref(cached.Spec.Suspend, false) })
-	queues := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
+	queues := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock, Lines: manualLines}
 	eventually(t, "a queue pass after the stop", func() (bool, string) {
 		_, err := queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})
 		return err == nil, errString(err)
@@ -366,7 +366,7 @@ func TestARefusedQueuedAttemptGivesItsPlaceBack(t *testing.T) {
 	must(t, k8s.Create(ctx, foreign))
 	// The operator's queue controller does not see manual Tasks: a second
 	// one, on the manual cache, admits it.
-	queues := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
+	queues := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock, Lines: manualLines}
 	tasks := manualReconciler(nil)
 	eventually(t, "admitted, then JobRefused", func() (bool, string) {
 		_, _ = queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})

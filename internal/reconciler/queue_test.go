@@ -293,7 +293,7 @@ func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 	// 32 more reconciles of the same queue, from a second cache, race the
 	// operator's own after every change of the record: as a second replica
 	// or an old leader would.
-	second := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock}
+	second := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock, Lines: manualLines}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)}
 	var maxRecord sync.Map
 	raced := make(chan struct{})

@@ -15,11 +15,13 @@ import (
 	"github.com/taskops/task-operator/internal/index"
 )
 
-// wakeQueue tells the queue controller at once that a status write of this
-// process changed what a Task waits for: under a burst the cache (and so
-// the Task watch) lags by seconds.
+// wakeQueue puts the Task in its queue's line as its status write left it
+// and tells the queue controller at once, when the write changed what the
+// Task waits for: under a burst the cache (and so the Task watch) lags by
+// seconds. A speed shortcut: off, the watch does both.
 func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus) {
-	if !slices.Equal(index.QueuedJobNames(task.Status.Queued), index.QueuedJobNames(old.Queued)) {
+	if r.Shortcuts.On() && !slices.Equal(index.QueuedJobNames(task.Status.Queued), index.QueuedJobNames(old.Queued)) {
+		r.Lines.Put(task)
 		r.Shortcuts.WakeQueue(task.Namespace, task.Spec.QueueName)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/plan"
+	"github.com/taskops/task-operator/internal/waitline"
 )
 
 // TaskReconciler reconciles Tasks.
@@ -54,6 +55,10 @@ type TaskReconciler struct {
 	// manager's --fast-path=false): what is left is the operator whose
 	// correctness the shortcuts must not change, only slower under load.
 	Shortcuts *fastpath.Shortcuts
+	// Lines are the queues' lines of waiting attempts (internal/waitline),
+	// shared with the queue controller: with the shortcuts on, a status
+	// write puts the Task in its line at once. nil: none kept here.
+	Lines *waitline.Lines
 
 	// newTasks holds the new Tasks queued for their first pass, per
 	// namespace, for fairness between namespaces (fairness.go).

@@ -34,6 +34,7 @@ import (
 	"github.com/taskops/task-operator/internal/operator"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/internal/waitline"
 )
 
 // The suite runs one real kube-apiserver + etcd and one manager whose
@@ -108,6 +109,17 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	manualClient, manualReader = manualMgr.GetClient(), manualMgr.GetAPIReader()
+	// The queues' lines as the manual cache shows them, for the queue
+	// reconcilers the tests drive by hand (no queue controller fills them).
+	manualLines = waitline.New()
+	taskInformer, err := manualMgr.GetCache().GetInformer(ctx, &v1alpha1.Task{})
+	if err == nil {
+		_, err = taskInformer.AddEventHandler(manualLines.Handler())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	go func() { _ = manualMgr.Start(ctx) }()
 	if !manualMgr.GetCache().WaitForCacheSync(ctx) {
 		fmt.Fprintln(os.Stderr, "manual cache did not sync")
@@ -122,6 +134,7 @@ const manualLabel = "test.taskops.io/manual"
 var (
 	manualClient client.Client
 	manualReader client.Reader
+	manualLines  *waitline.Lines
 )
 
 // suiteCacheOptions is the operator's cache, minus the manual Tasks.

@@ -16,19 +16,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/waitline"
 )
 
 // SetupWithManager registers the queue controller with mgr. Its
 // passes are driven by events only (the watches below, and the Task
 // controller's wake-ups when the shortcuts are on); the indexes it lists by
-// are internal/index's.
+// are internal/index's. The controller starts once its Task watch has
+// seen every Task, so the lines are whole before the first pass.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("taskqueue").
 		For(&v1alpha1.TaskQueue{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.Task{}, taskToQueue{}).
+		Watches(&v1alpha1.Task{}, taskToQueue{lines: r.Lines, shortcuts: r.Shortcuts}).
 		Watches(&batchv1.Job{}, jobToQueue{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: opts.RateLimiter, UsePriorityQueue: opts.UsePriorityQueue})
 	if r.Shortcuts.On() {
@@ -37,20 +40,29 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return b.Complete(r)
 }
 
-// taskToQueue wakes a Task's queue when what the queue decides from
-// changes: the attempts the Task waits for, its priority, suspend, queue
-// name (both queues), or the Task going.
-type taskToQueue struct{}
+// taskToQueue keeps the Task's queue's line (waitline) and wakes the
+// queue when what the queue decides from changes: the attempts the Task
+// waits for, its priority, suspend, queue name (both queues), or the Task
+// going. It puts the Task in the line before it wakes the queue, so the
+// pass sees the event that woke it. Each Task is read through the
+// shortcuts (Peek): a status write of this process that the cache does
+// not show yet is not undone by an older event.
+type taskToQueue struct {
+	lines     *waitline.Lines
+	shortcuts *fastpath.Shortcuts
+}
 
-func (taskToQueue) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h taskToQueue) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	t := e.Object.(*v1alpha1.Task)
+	h.lines.Put(h.shortcuts.Peek(t))
 	if len(t.Status.Queued) > 0 {
 		addQueue(q, t.Namespace, t.Spec.QueueName)
 	}
 }
 
-func (taskToQueue) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h taskToQueue) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	o, n := e.ObjectOld.(*v1alpha1.Task), e.ObjectNew.(*v1alpha1.Task)
+	h.lines.Put(h.shortcuts.Peek(n))
 	if o.Spec.QueueName == n.Spec.QueueName && o.Spec.Priority == n.Spec.Priority &&
 		ptr.Deref(o.Spec.Suspend, false) == ptr.Deref(n.Spec.Suspend, false) &&
 		o.DeletionTimestamp.IsZero() == n.DeletionTimestamp.IsZero() &&
@@ -61,8 +73,9 @@ func (taskToQueue) Update(_ context.Context, e event.UpdateEvent, q workqueue.Ty
 	addQueue(q, n.Namespace, n.Spec.QueueName)
 }
 
-func (taskToQueue) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h taskToQueue) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	t := e.Object.(*v1alpha1.Task)
+	h.lines.Remove(t.Namespace, t.Name)
 	addQueue(q, t.Namespace, t.Spec.QueueName)
 }
 
