@@ -60,9 +60,13 @@ type Attempt struct {
 	// cluster): its pods are not in this cluster, and its status is the
 	// one that controller mirrors.
 	Remote bool
-	// Resumed is the Job's status.startTime when it is later than its
-	// creation: the Job controller sets it anew when a suspended Job is
+	// Resumed is the Job's status.startTime, when set (and not before its
+	// creation): the Job controller sets it anew when a suspended Job is
 	// resumed (Kueue admitting it), and a start timeout counts from it.
+	// Both times have one-second resolution: a Job Kueue admits within
+	// the second it was created has a startTime equal to its creation,
+	// and is started all the same (zero would mean "admitted, not started
+	// yet" for ever).
 	Resumed time.Time
 	// RunNowToken is the hash of the run-now token consumed when the Job
 	// was created.
@@ -289,7 +293,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 	// suspends too, but is told by its annotation below.
 	a.Held = job.Spec.Suspend != nil && *job.Spec.Suspend
 	a.Remote = Remote(job)
-	if st := job.Status.StartTime; st != nil && st.After(a.Created) {
+	if st := job.Status.StartTime; st != nil && !st.Time.Before(a.Created) {
 		a.Resumed = st.Time
 	}
 

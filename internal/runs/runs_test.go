@@ -141,6 +141,27 @@ func TestPodsStartedCountsReadyAndFinishedPodsAgainstCompletions(t *testing.T) {
 	}
 }
 
+// A Job's start (status.startTime) counts as its start even within the
+// second it was created (Kueue admitting it at once): "admitted, not
+// started yet" would otherwise last for ever, and no start timeout or
+// deadline would run.
+func TestAStartInTheSecondOfCreationIsAStart(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start *metav1.Time
+		want  time.Time
+	}{
+		{"no start yet", nil, time.Time{}},
+		{"started in the second of its creation", ptr.To(metav1.NewTime(t0)), t0},
+		{"resumed later", ptr.To(metav1.NewTime(t0.Add(time.Minute))), t0.Add(time.Minute)},
+	} {
+		j := job("0", "1", t0, func(j *batchv1.Job) { j.Status.StartTime = tc.start })
+		if got := runs.AttemptOf(&j, 1).Resumed; !got.Equal(tc.want) {
+			t.Errorf("%s: Resumed %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // A Job another controller runs (spec.managedBy: MultiKueue) is remote;
 // one the Job controller runs, named or by default, is not.
 func TestAJobManagedElsewhereIsRemote(t *testing.T) {
