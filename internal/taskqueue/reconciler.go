@@ -106,8 +106,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		t := &v1alpha1.Task{}
 		t.Namespace, t.Name = tq.Namespace, w.Task
 		r.Shortcuts.HandAdmitted(t) // when dropped, the TaskQueue watch brings the pass, a little later
-		if r.Recorder != nil && r.Client.Get(ctx, ctrl.ObjectKeyFromObject(t), t) == nil {
-			r.Recorder.Eventf(t, tq, "Normal", string(v1alpha1.EventAdmitted), "Admit",
+		// The event names the Task as the cache holds it (t is the
+		// Task controller's now: never written again here).
+		if task := (&v1alpha1.Task{}); r.Recorder != nil && r.Client.Get(ctx, ctrl.ObjectKeyFromObject(t), task) == nil {
+			r.Recorder.Eventf(task, tq, "Normal", string(v1alpha1.EventAdmitted), "Admit",
 				"attempt %s admitted by TaskQueue %s (%d of %d places held)", w.JobName, tq.Name, st.Running, tq.Spec.MaxRunning)
 		}
 	}
