@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/taskops/task-operator/internal/testutil"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -212,15 +214,5 @@ func BenchmarkDecideWaiting(b *testing.B) {
 		return in
 	}
 	small, large := input(100), input(10000)
-	var tSmall, tLarge time.Duration
-	for b.Loop() {
-		start := time.Now()
-		Decide(small)
-		mid := time.Now()
-		Decide(large)
-		tSmall, tLarge = tSmall+mid.Sub(start), tLarge+time.Since(mid)
-	}
-	b.ReportMetric(float64(tSmall.Nanoseconds())/float64(b.N), "ns/pass-100-waiting")
-	b.ReportMetric(float64(tLarge.Nanoseconds())/float64(b.N), "ns/pass-10k-waiting")
-	b.ReportMetric(float64(tLarge)/float64(tSmall), "x")
+	testutil.BenchmarkRatio(b, "ns/pass-100-waiting", func() { Decide(small) }, "ns/pass-10k-waiting", func() { Decide(large) })
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/admission"
+	"github.com/taskops/task-operator/internal/testutil"
 )
 
 var t0 = time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
@@ -155,15 +156,5 @@ func BenchmarkLine(b *testing.B) {
 			}
 		}
 	}
-	var tSmall, tLarge time.Duration
-	for b.Loop() {
-		start := time.Now()
-		head(small)
-		mid := time.Now()
-		head(large)
-		tSmall, tLarge = tSmall+mid.Sub(start), tLarge+time.Since(mid)
-	}
-	b.ReportMetric(float64(tSmall.Nanoseconds())/float64(b.N), "ns/line-100")
-	b.ReportMetric(float64(tLarge.Nanoseconds())/float64(b.N), "ns/line-10k")
-	b.ReportMetric(float64(tLarge)/float64(tSmall), "x")
+	testutil.BenchmarkRatio(b, "ns/line-100", func() { head(small) }, "ns/line-10k", func() { head(large) })
 }

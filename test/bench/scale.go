@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -182,6 +184,9 @@ func scaleNamespaces() []string {
 // scaleNamespaceOf is the namespace of Task i.
 func scaleNamespaceOf(i int) string { return fmt.Sprintf("bench-scale-%d", i%scaleShards) }
 
+// scaleStartTimeout is the start timeout of the scale bursts' Tasks.
+const scaleStartTimeout = 1800
+
 // scaleBurst creates add one-shot Tasks after base others, waits until
 // they are Ready, and measures the phase against the memory point before.
 func scaleBurst(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, base, add int, before memPoint, label string) (scalePhase, memPoint, error) {
@@ -195,7 +200,14 @@ func scaleBurst(ctx context.Context, o *options, cl *cluster, op *operator, tr *
 		prof = op.cpuProfile(ctx, o, time.Duration(max(add/40, 5))*time.Second, filepath.Join(o.workDir, "profiles", label+".cpu.pprof"))
 	}
 	start, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
-		return oneShotTask(scaleNamespaceOf(base+i), fmt.Sprintf("one-%05d", base+i))
+		t := oneShotTask(scaleNamespaceOf(base+i), fmt.Sprintf("one-%05d", base+i))
+		// The local Job controller creates the pods of 9,000 Jobs made in a
+		// minute over several minutes: the default start timeout (5 min)
+		// would stop the last ones as StartTimeout (seen once, 1,800 of
+		// them), measuring the cluster's Job controller instead of the
+		// operator.
+		t.Spec.StartTimeoutSeconds = ptr.To[int32](scaleStartTimeout)
+		return t
 	})
 	if err != nil {
 		return ph, memPoint{}, err
