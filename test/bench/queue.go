@@ -63,6 +63,18 @@ type queueResult struct {
 	waitingFrom, waitingTo int
 }
 
+// admittedPerPass is how many attempts a pass of the window admitted on
+// average: the line's shrinking over the window (every Task exists before
+// it) over the passes.
+func (q *queueResult) admittedPerPass() float64 {
+	return float64(q.waitingFrom-q.waitingTo) / q.pass.passes
+}
+
+// perAdmitted is a per-pass cost of the window per admitted attempt.
+func (q *queueResult) perAdmitted(perPass float64) float64 {
+	return perPass / q.admittedPerPass()
+}
+
 func (q *queueResult) passDescription() string {
 	return fmt.Sprintf("queue passes with %d -> %d waiting: %s", q.waitingFrom, q.waitingTo, q.pass)
 }

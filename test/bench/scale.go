@@ -425,6 +425,18 @@ func (rs *results) renderScale(add func(scen, metric, value, target string)) {
 		add(scen, "  CPU per pass, long line / short", spread(cpu, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.pass.cpu*1000), fmtNum(last.small.pass.cpu*1000)), atMost(cpu, 2))
 		alloc := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.bytes, r.small.pass.bytes) })
 		add(scen, "  bytes allocated per pass, long line / short", spread(alloc, "x")+fmt.Sprintf(" (%s KiB / %s KiB)", fmtNum(last.big.pass.bytes/1024), fmtNum(last.small.pass.bytes/1024)), "")
+		// A busy pass admits several attempts at once (places freed while
+		// it waited its turn): per admitted attempt the two windows compare
+		// like for like.
+		cpuA := sf(func(r *scaleResult) float64 {
+			return ratio(r.big.perAdmitted(r.big.pass.cpu), r.small.perAdmitted(r.small.pass.cpu))
+		})
+		add(scen, fmt.Sprintf("  CPU per admitted attempt, long line / short (%s / %s admitted per pass)", fmtNum(last.big.admittedPerPass()), fmtNum(last.small.admittedPerPass())),
+			spread(cpuA, "x")+fmt.Sprintf(" (%s ms / %s ms)", fmtNum(last.big.perAdmitted(last.big.pass.cpu)*1000), fmtNum(last.small.perAdmitted(last.small.pass.cpu)*1000)), atMost(cpuA, 2))
+		allocA := sf(func(r *scaleResult) float64 {
+			return ratio(r.big.perAdmitted(r.big.pass.bytes), r.small.perAdmitted(r.small.pass.bytes))
+		})
+		add(scen, "  bytes allocated per admitted attempt, long line / short", spread(allocA, "x")+fmt.Sprintf(" (%s KiB / %s KiB)", fmtNum(last.big.perAdmitted(last.big.pass.bytes)/1024), fmtNum(last.small.perAdmitted(last.small.pass.bytes)/1024)), atMost(allocA, 2))
 		p99 := sf(func(r *scaleResult) float64 { return percentile(r.big.admit, 99) })
 		add(scen, fmt.Sprintf("  %d queued Tasks, the first %d completions: admission latency p99", last.big.n, last.big.until), spread(p99, "s"), atMost(p99, 1))
 		thr := sf(func(r *scaleResult) float64 { return r.big.queued / r.big.unqueued })
