@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/taskops/task-operator/test/harness"
 )
@@ -55,6 +57,10 @@ func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "multikueue: "+fo
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) (code int) {
+	// The clients' API warnings (a deleted ClusterQueue's, say) would go
+	// to controller-runtime's logger, which complains, with a stack, that
+	// none was set.
+	ctrllog.SetLogger(logr.Discard())
 	ws, err := harness.NewWorkspace("MULTIKUEUE", "multikueue")
 	if err != nil {
 		logf("%v", err)
