@@ -17,6 +17,7 @@
 package waitline
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/google/btree"
@@ -95,6 +96,9 @@ func (l *Lines) Put(task *v1alpha1.Task) {
 	old, had := l.tasks[key]
 	if !had && len(waits) == 0 {
 		return // the common case: a Task that waits in no queue
+	}
+	if had && old.queue == (queueKey{task.Namespace, task.Spec.QueueName}) && slices.Equal(old.waits, waits) {
+		return // an event that changed nothing the line holds
 	}
 	if had {
 		l.take(old)
