@@ -29,6 +29,7 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -286,5 +287,32 @@ Showing nodes accounting for 15.34MB, 1.37% of 1121.75MB total
 	cpu := []byte("      flat  flat%   sum%        cum   cum%\n  10000000ns  1%  1%  250000000ns 25%  github.com/taskops/task-operator/internal/taskqueue.(*Reconciler).Reconcile\n")
 	if got, err := cumulativeOf(cpu, queueReconcile); err != nil || got != 250000000 {
 		t.Errorf("CPU in ns: got %v, %v", got, err)
+	}
+}
+
+func TestOperatorWritesByTaskCountsATasksOwnWritesAndItsJobsByName(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	op := "manager/v0.0.0 (linux/amd64) kubernetes/$Format"
+	at := t0.Add(time.Second)
+	named := func(line, name string) string {
+		return strings.Replace(line, `"namespace":"bench"`, `"namespace":"bench","name":"`+name+`"`, 1)
+	}
+	lines := []string{
+		named(auditLine("ResponseComplete", "create", op, "kubernetes-admin", "jobs", "", 201, at), "short-00001-0-1"),
+		named(auditLine("ResponseComplete", "patch", op, "kubernetes-admin", "tasks", "status", 200, at), "short-00001"),
+		named(auditLine("ResponseComplete", "patch", op, "kubernetes-admin", "tasks", "", 200, at), "short-00001"),
+		named(auditLine("ResponseComplete", "patch", op, "kubernetes-admin", "tasks", "status", 200, at), "short-00002"),
+		named(auditLine("ResponseComplete", "create", op, "kubernetes-admin", "events", "", 201, at), "short-00001.x"),             // an event: not counted
+		named(auditLine("ResponseComplete", "create", op, "kubernetes-admin", "jobs", "", 201, at), "burst-00001-0-1"),             // another Task's Job
+		named(auditLine("ResponseComplete", "get", op, "kubernetes-admin", "tasks", "", 200, at), "short-00001"),                   // a read
+		named(auditLine("ResponseComplete", "patch", "kube-controller-manager/v1.37.2", "x", "tasks", "", 200, at), "short-00002"), // not the operator
+		named(auditLine("ResponseComplete", "patch", op, "kubernetes-admin", "tasks", "status", 200, t0.Add(-time.Second)), "short-00002"),
+	}
+	got, err := operatorWritesByTask(strings.NewReader(strings.Join(lines, "\n")), "bench", map[string]string{"short-00001-0-1": "short-00001"}, t0, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]float64{"short-00001": 3, "short-00002": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("writes by Task = %v, want %v", got, want)
 	}
 }

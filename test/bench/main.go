@@ -48,6 +48,10 @@ type options struct {
 	auditPolicy  string
 	out          string
 	opArgs       []string
+	// operatorSource is the checkout ./cmd/manager is built from: this
+	// repository unless -operator-source names another (a worktree of an
+	// older commit, for a before/after run with one benchmark).
+	operatorSource string
 	// finalizerPolicy: the clusters get config/samples/policies/add-finalizer.yaml,
 	// as the Helm chart installs it on Kubernetes 1.36+.
 	finalizerPolicy bool
@@ -138,6 +142,7 @@ func parseOptions() (*options, error) {
 	flag.StringVar(&mode, "oracle-mode", string(oracleBurst), "internal: the oracle's mode (burst, pre, cron)")
 	flag.Int64Var(&oracleSlot, "oracle-slot", 0, "internal: the cron oracle's slot (Unix seconds)")
 	flag.StringVar(&opArgs, "operator-args", "", "extra manager flags for every operator run, space separated (experiments, e.g. --max-concurrent-reconciles=16)")
+	flag.StringVar(&o.operatorSource, "operator-source", "", "build the operator from this checkout instead of this repository (e.g. a git worktree of an older commit, to measure before and after with the same benchmark)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file (default WORK_DIR/results.txt)")
 	flag.Parse()
 	if o.n < 1 {
@@ -312,8 +317,8 @@ func (o *options) cronKinds() []cronKind {
 	var out []cronKind
 	for _, k := range []cronKind{
 		{name: "operator-equal", operator: true, settings: operatorSettings{qps: equalQPS, burst: equalBurst}},
-		{name: "cronjob", operator: false},
-		{name: "operator-default", operator: true},
+		{name: "cronjob", operator: false, life: true},
+		{name: "operator-default", operator: true, life: true},
 		{name: "oracle", oracle: true},
 	} {
 		if o.cronRuns[k.name] {

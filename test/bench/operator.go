@@ -36,10 +36,15 @@ type operator struct {
 	http *http.Client
 }
 
-// buildOperator compiles ./cmd/manager once per benchmark run.
+// buildOperator compiles ./cmd/manager once per benchmark run, from
+// -operator-source when set.
 func buildOperator(_ context.Context, o *options) (string, error) {
 	bin := filepath.Join(o.workDir, "manager")
-	return bin, harness.BuildManager(o.root, bin)
+	src := o.root
+	if o.operatorSource != "" {
+		src = o.operatorSource
+	}
+	return bin, harness.BuildManager(src, bin)
 }
 
 // startOperator runs the manager against the cluster with s's flags and

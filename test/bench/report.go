@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -87,6 +88,18 @@ func (rs *results) collect(f func(r *repeatResult) float64) []float64 {
 	return out
 }
 
+// lastShort is the last repeat's short-run step (the caller has checked
+// that one exists).
+func lastShort(rs *results) *shortResult {
+	var out *shortResult
+	for _, r := range rs.reps {
+		if r.burst != nil && r.burst.short != nil {
+			out = r.burst.short
+		}
+	}
+	return out
+}
+
 // The memory targets, MiB per 1000 Tasks (issue 30).
 const (
 	memRSSTarget  = 13
@@ -161,6 +174,10 @@ func (rs *results) render() string {
 	} else {
 		fmt.Fprintf(&b, "install:  without the finalizer policy (-finalizer-policy=false, install.yaml alone): the operator patches each new Task for its finalizer\n")
 	}
+	if o.operatorSource != "" {
+		rev, _ := exec.Command("git", "-C", o.operatorSource, "rev-parse", "--short", "HEAD").Output()
+		fmt.Fprintf(&b, "operator: built from %s (-operator-source, commit %s), not this checkout\n", o.operatorSource, strings.TrimSpace(string(rev)))
+	}
 	if len(o.opArgs) > 0 {
 		fmt.Fprintf(&b, "operator: extra flags %s (an experiment, not the defaults)\n", strings.Join(o.opArgs, " "))
 	}
@@ -222,7 +239,8 @@ func (rs *results) render() string {
 		add("burst", "creating the Tasks during the burst (load generator)", secs(bf(func(b *burstResult) float64 { return b.create })), "")
 		add("burst", fmt.Sprintf("first Task to %d-th Job / T_tasks (ratio)", n), spread(bf(func(b *burstResult) float64 { return b.firstToNth / b.tTasks }), "x T_tasks"), "")
 		add("burst", "Task-to-Job latency p50", secs(bf(func(b *burstResult) float64 { return percentile(b.taskToJob, 50) })), "")
-		add("burst", "Task-to-Job latency p99", secs(bf(func(b *burstResult) float64 { return percentile(b.taskToJob, 99) })), "")
+		t2j := bf(func(b *burstResult) float64 { return percentile(b.taskToJob, 99) })
+		add("burst", "Task-to-Job latency p99", secs(t2j), atMost(t2j, 1.5))
 		add("burst", fmt.Sprintf("Job finished to Task Ready p50 (KCM %d/%d)", o.fastQPS, o.fastBurst), secs(bf(func(b *burstResult) float64 { return percentile(b.finishReady, 50) })), "")
 		add("burst", fmt.Sprintf("Job finished to Task Ready p99 (KCM %d/%d)", o.fastQPS, o.fastBurst), secs(bf(func(b *burstResult) float64 { return percentile(b.finishReady, 99) })), "")
 		wpt := bf(func(b *burstResult) float64 { return b.writes.total() / float64(n) })
@@ -243,8 +261,27 @@ func (rs *results) render() string {
 		add("burst", "  events per Task", spread(bf(func(b *burstResult) float64 { return b.writes.events / float64(n) }), ""), "")
 		add("burst", "  leases per Task", spread(bf(func(b *burstResult) float64 { return b.writes.leases / float64(n) }), ""), "")
 		add("burst", "  reconciles per Task", spread(bf(func(b *burstResult) float64 { return b.writes.reconciles / float64(n) }), ""), "")
-		add("burst", "operator CPU per 1000 Tasks", spread(bf(func(b *burstResult) float64 { return b.cpuSeconds / float64(n) * 1000 }), "CPU-s"), "")
+		cpu := bf(func(b *burstResult) float64 { return b.cpuSeconds / float64(n) * 1000 })
+		add("burst", "operator CPU per 1000 Tasks", spread(cpu, "CPU-s"), atMost(cpu, 5))
+		add("burst", "  API server CPU per 1000 Tasks, same window (first create to the last Ready)", spread(bf(func(b *burstResult) float64 { return b.apiCPUSeconds / float64(n) * 1000 }), "CPU-s"), "")
+		add("burst", "  follow-on writes per Task of the Job controller, scheduler and kwok, same window", spread3(bf(func(b *burstResult) float64 { return b.followOn.react() }), ""), "")
 		add("burst", "Jobs per Task (1 = no retries)", spread(bf(func(b *burstResult) float64 { return float64(b.jobs) / float64(n) }), ""), "")
+		sf := func(f func(*shortResult) float64) []float64 {
+			return bf(func(b *burstResult) float64 {
+				if b.short == nil {
+					return math.NaN()
+				}
+				return f(b.short)
+			})
+		}
+		if under := sf(func(s *shortResult) float64 { return s.perTaskUnder() }); anyValue(under) {
+			add("short runs", fmt.Sprintf("one-shot Tasks created %d/s, pods %s: runs under %s (Job created to complete)", shortRate, shortPodDuration, shortLimit),
+				spread(sf(func(s *shortResult) float64 { return pct(s.under, s.tasks) }), "%")+" of "+spread(sf(func(s *shortResult) float64 { return float64(s.tasks) }), ""), "")
+			add("short runs", fmt.Sprintf("operator writes per Task whose run took under %s, events apart", shortLimit), spread3(under, ""), atMost(under, 2))
+			add("short runs", "  per Task whose run took longer (context)", spread3(sf(func(s *shortResult) float64 { return s.perTaskOver() }), ""), "")
+			add("short runs", "  all the step's writes per Task (by resource, last repeat)", spread3(sf(func(s *shortResult) float64 { return s.writes.total() / float64(s.tasks) }), "")+
+				" ("+lastShort(rs).writes.breakdown(float64(lastShort(rs).tasks))+")", "")
+		}
 	}
 
 	// --- burst of pre-created Tasks
@@ -351,6 +388,23 @@ func (rs *results) render() string {
 				wTgt, wV = ", target < 1", verdictVs1(wr, true)
 			}
 			add(sec.scen, "writes per started run, operator / CronJob (ratio"+wTgt+")", spread(wr, ""), wV)
+			if own {
+				opLife, cjLife := cf(sec.opKind, func(c *cronResult) float64 { return c.lifePerRun() }), cf("cronjob", func(c *cronResult) float64 { return c.lifePerRun() })
+				if anyValue(opLife) {
+					add(sec.scen, "writes per run over its whole life (to every run finished and recorded), events apart: operator / CronJob", spread3(opLife, "")+" / "+spread3(cjLife, ""), atMost(opLife, 3))
+					lr := cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(a.lifePerRun(), c.lifePerRun()) })
+					add(sec.scen, "  whole life, operator / CronJob (ratio, target <= 1)", spread(lr, ""), atMost(lr, 1))
+					add(sec.scen, "  slot to every run finished and recorded: operator / CronJob", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.lifeOrNaN() }))+" / "+secs(cf("cronjob", func(c *cronResult) float64 { return c.lifeOrNaN() })), "")
+					if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last[sec.opKind].lifeDone {
+						a := last[sec.opKind]
+						add(sec.scen, "  whole life by resource per run (last repeat): operator", a.lifeWrites.breakdown(float64(a.n)), "")
+					}
+					if last := rs.reps[len(rs.reps)-1].cron; last["cronjob"] != nil && last["cronjob"].lifeDone {
+						c := last["cronjob"]
+						add(sec.scen, "  whole life by resource per run (last repeat): CronJob", c.lifeWrites.breakdown(float64(c.n)), "")
+					}
+				}
+			}
 			all := func(c *cronResult) float64 { return ratio(c.writes.total()+c.writes.events, float64(c.started)) }
 			add(sec.scen, "  requests per started run incl. events (what a shared limit spends): operator / CronJob",
 				spread3(cf(sec.opKind, all), "")+" / "+spread3(cf("cronjob", all), ""), "")

@@ -118,7 +118,13 @@ type burstResult struct {
 	finishReady []float64
 	writes      writeCount
 	jobs        int
-	cpuSeconds  float64 // the operator's CPU during the burst
+	cpuSeconds  float64      // the operator's CPU during the burst
+	short       *shortResult // the short runs after it (short.go), nil without an audit log
+	// apiCPUSeconds is the API server's CPU over the same window (first
+	// create to the last Task Ready, settled); followOn what the Job
+	// controller, the scheduler and kwok wrote per Job create in it.
+	apiCPUSeconds float64
+	followOn      createCost
 }
 
 type idleResult struct {
@@ -130,8 +136,9 @@ func (r idleResult) perMinute() float64 {
 	return (r.writes.total() + r.writes.events) / r.window * 60
 }
 
-// sessionBurst: B0, then the operator, N one-shot Tasks at once, and (when
-// idle) N cron Tasks not due, left alone for the idle window.
+// sessionBurst: B0, then the operator, N one-shot Tasks at once, (when
+// idle) N cron Tasks not due, left alone for the idle window, then the
+// short runs (short.go).
 func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *burstResult, idle *idleResult, err error) {
 	cl, err := upCluster(ctx, o, o.fastKCM())
 	if err != nil {
@@ -203,6 +210,10 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	}
 	o.logf("burst diagnosis: %s", diagnose(before, after))
 	b.cpuSeconds = after.op.Value("process_cpu_seconds_total") - before.op.Value("process_cpu_seconds_total")
+	b.apiCPUSeconds = after.api.Value("process_cpu_seconds_total") - before.api.Value("process_cpu_seconds_total")
+	if b.followOn, err = jobCreateCost(cl.audit, benchNamespace, before.at, after.at); err != nil {
+		return nil, nil, err
+	}
 	if b.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
 		return nil, nil, err
 	}
@@ -233,11 +244,15 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 		n, b.create, n, b.firstToNth, b.firstToNth/b.t0, b.firstToNth/b.oracle, percentile(b.taskToJob, 50), percentile(b.taskToJob, 99),
 		percentile(b.finishReady, 50), percentile(b.finishReady, 99), b.writes.total()/float64(n), b.writes.breakdown(float64(n)), b.writes.events/float64(n), b.cpuSeconds)
 
-	if !withIdle {
-		return b, nil, nil
+	if withIdle {
+		if idle, err = runIdle(ctx, o, cl, op, tr); err != nil {
+			return nil, nil, err
+		}
 	}
-	idle, err = runIdle(ctx, o, cl, op, tr)
-	return b, idle, err
+	if b.short, err = runShort(ctx, o, cl, op, tr); err != nil {
+		return nil, nil, fmt.Errorf("short runs: %w", err)
+	}
+	return b, idle, nil
 }
 
 // runIdle adds N cron Tasks that are not due for hours next to the N
@@ -411,6 +426,13 @@ type cronKind struct {
 	// Tasks, with no operator running.
 	oracle   bool
 	settings operatorSettings
+	// life: after the slot period, follow the slot's runs to the end of
+	// their lives (each Job complete and its finish recorded by the
+	// controller) and count the writes of the whole life. Only for the
+	// operator at its defaults and the CronJob controller, the pair the
+	// target compares: at 20/30 the Job controller needs minutes to
+	// complete N Jobs.
+	life bool
 }
 
 // tasks: the kind's objects are Tasks (not CronJobs).
@@ -437,6 +459,33 @@ type cronResult struct {
 	// shown is from the last Job of the slot until every started run's
 	// Task showed it (Running, or already finished), operator only.
 	shown float64
+	// lifeWrites counts the controller's writes from 3 s before the slot
+	// until every one of the slot's N runs (also those started after the
+	// period) had finished and its finish was recorded (the Task's
+	// history, the CronJob's lastSuccessfulTime with no active Job), plus
+	// the settle pause (kind.life only; lifeDone false if that end never
+	// came).
+	lifeWrites writeCount
+	lifeDone   bool
+	life       float64 // s from the slot to that end
+}
+
+// lifeOrNaN is the slot to the end of every run's life, NaN if not
+// measured.
+func (r cronResult) lifeOrNaN() float64 {
+	if !r.lifeDone {
+		return math.NaN()
+	}
+	return r.life
+}
+
+// lifePerRun is the writes per run over the runs' whole lives, events
+// apart.
+func (r cronResult) lifePerRun() float64 {
+	if !r.lifeDone {
+		return math.NaN()
+	}
+	return ratio(r.lifeWrites.total(), float64(r.n))
 }
 
 func (r cronResult) perRun() float64 { return ratio(r.writes.total(), float64(r.started)) }
@@ -605,9 +654,60 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	if kind.operator {
 		res.shown = tr.shownAfter(runID, slot.Add(time.Duration(res.fire*float64(time.Second))))
 	}
+	if kind.life {
+		if err := followLives(ctx, o, cl, op, tr, kind, res, runID, before); err != nil {
+			return nil, err
+		}
+	}
 	o.logf("cron %s: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s; writes/run %.2f (%s) + events %.2f; "+
 		"status writes inside the fire (slot to last Job, %.2f s): %.0f; every run shown %.2f s after the last Job",
 		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
 		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
 	return res, nil
+}
+
+// followLives waits, after the slot period, until every one of the
+// slot's N runs has finished and the controller has recorded that (the
+// Task's history shows the run with a final result; the CronJob has no
+// active Job and a lastSuccessfulTime at or after the slot), then counts
+// the controller's writes from before (3 s before the slot) to then. If
+// that end does not come within the wait, lifeDone stays false: the row
+// shows no value and the log says why.
+func followLives(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, kind cronKind, res *cronResult, runID string, before writeSnap) error {
+	done := func() (int, time.Time) {
+		if kind.tasks() {
+			return tr.runsFinished(runID)
+		}
+		return tr.cronJobsDone(res.slot)
+	}
+	want := res.n
+	err := tr.waitFor(ctx, o, fmt.Sprintf("the slot's %d runs finished and recorded", want), o.timeout(8*time.Minute), func(_, _, _, _, _ int) bool {
+		n, _ := done()
+		return n >= want
+	})
+	if err != nil {
+		o.logf("cron %s: WARNING: the whole lives not measured: %v", kind.name, err)
+		return nil
+	}
+	_, last := done()
+	res.life = last.Sub(res.slot).Seconds()
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return err
+	}
+	if kind.operator {
+		res.lifeWrites, err = operatorWrites(cl, before, after, nil)
+	} else {
+		res.lifeWrites, err = cronJobWrites(ctx, cl, benchNamespace, before, after)
+	}
+	if err != nil {
+		return err
+	}
+	res.lifeDone = true
+	o.logf("cron %s: every run finished and recorded %.1f s after the slot; writes per run over their whole lives %.3f (%s)",
+		kind.name, res.life, res.lifePerRun(), res.lifeWrites.breakdown(float64(res.n)))
+	return nil
 }

@@ -31,6 +31,18 @@ type taskTrack struct {
 	next        time.Time // status.nextScheduleTime, once set
 	// shown is when each run id first appeared in status.history.
 	shown map[string]time.Time
+	// finished: when each run id first showed in status.history with a
+	// final result.
+	finished map[string]time.Time
+}
+
+// cronJobTrack is a CronJob's status as last seen, and when it was first
+// seen with no active Job and its current lastSuccessfulTime: when the
+// CronJob controller had recorded that success.
+type cronJobTrack struct {
+	active        int
+	lastSucceeded time.Time // status.lastSuccessfulTime
+	recorded      time.Time
 }
 
 type jobTrack struct {
@@ -48,6 +60,7 @@ type tracker struct {
 	// admitted holds, by Job name, when a TaskQueue's admission record
 	// first listed it.
 	admitted map[string]time.Time
+	cronJobs map[string]cronJobTrack
 	stop     context.CancelFunc
 	// onComplete, when set, is called (under the tracker's lock) each time
 	// a Job is first seen complete: a closed-loop load generator's signal.
@@ -77,10 +90,12 @@ func startTrackerIn(ctx context.Context, cl *cluster, namespaces []string, withT
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}}
+	t := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}, cronJobs: map[string]cronJobTrack{}}
 	objs := []client.Object{&batchv1.Job{}}
 	if withTasks {
 		objs = append(objs, &v1alpha1.Task{}, &v1alpha1.TaskQueue{})
+	} else {
+		objs = append(objs, &batchv1.CronJob{})
 	}
 	for _, obj := range objs {
 		inf, err := c.GetInformer(ctx, obj)
@@ -140,7 +155,25 @@ func (t *tracker) observe(o any) {
 			if _, ok := tt.shown[h.RunID]; !ok {
 				tt.shown[h.RunID] = now
 			}
+			if h.Result != "" && h.Result != v1alpha1.RunResultRunning {
+				if tt.finished == nil {
+					tt.finished = map[string]time.Time{}
+				}
+				if _, ok := tt.finished[h.RunID]; !ok {
+					tt.finished[h.RunID] = now
+				}
+			}
 		}
+	case *batchv1.CronJob:
+		prev := t.cronJobs[obj.Name]
+		ct := cronJobTrack{active: len(obj.Status.Active), recorded: prev.recorded}
+		if obj.Status.LastSuccessfulTime != nil {
+			ct.lastSucceeded = obj.Status.LastSuccessfulTime.Time
+		}
+		if ct.active == 0 && !ct.lastSucceeded.IsZero() && (prev.recorded.IsZero() || !ct.lastSucceeded.Equal(prev.lastSucceeded)) {
+			ct.recorded = now
+		}
+		t.cronJobs[obj.Name] = ct
 	case *batchv1.Job:
 		jt := t.jobs[obj.Name]
 		if jt == nil {
@@ -189,6 +222,39 @@ func (t *tracker) counts() (tasks, ready, scheduled, jobs, complete int) {
 		}
 	}
 	return
+}
+
+// runsFinished counts the Tasks whose status.history shows run runID
+// with a final result, and the latest time one first did.
+func (t *tracker) runsFinished(runID string) (n int, last time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tt := range t.tasks {
+		if at, ok := tt.finished[runID]; ok {
+			n++
+			if at.After(last) {
+				last = at
+			}
+		}
+	}
+	return n, last
+}
+
+// cronJobsDone counts the CronJobs with no active Job whose last success
+// is at or after slot (the CronJob controller has recorded the slot's run
+// as finished), and the latest time one was first seen so.
+func (t *tracker) cronJobsDone(slot time.Time) (n int, last time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ct := range t.cronJobs {
+		if ct.active == 0 && !ct.lastSucceeded.Before(slot) {
+			n++
+			if ct.recorded.After(last) {
+				last = ct.recorded
+			}
+		}
+	}
+	return n, last
 }
 
 // snapshot copies the records (safe to read without the lock).

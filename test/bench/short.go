@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
+)
+
+// Short runs: the burst's Tasks run about 1 s once their pod is Running,
+// which under the burst's load puts their Jobs' completion 2.5-4 s after
+// creation, past the wait of a start's record (plan.RecordStartAt): they
+// get a "Running" write and a finished one. This step measures the other
+// case the writes target names, runs under 2 s: Tasks whose pods finish
+// at once, created at a steady pace the cluster keeps up with, so each
+// Job completes within about a second of its creation.
+
+const (
+	// shortRate is the pace of the short Tasks' creates (per second).
+	shortRate = 20
+	// shortPodDuration is how long their pods run (kwok; a Go duration,
+	// so the stage does not read it as whole seconds).
+	shortPodDuration = "10ms"
+	// shortLimit is the run length the target is set for.
+	shortLimit = 2 * time.Second
+)
+
+type shortResult struct {
+	tasks int
+	// under and over count the Tasks whose Job completed within
+	// shortLimit of its creation (as the benchmark's watch saw both), and
+	// the others; writesUnder and writesOver their operator writes (Job
+	// creates, Task and status patches, by object name in the audit log).
+	under, over             int
+	writesUnder, writesOver float64
+	// writes is the window's whole count (events apart), a cross-check of
+	// the per-name sums.
+	writes writeCount
+}
+
+func (r shortResult) perTaskUnder() float64 { return ratio(r.writesUnder, float64(r.under)) }
+func (r shortResult) perTaskOver() float64  { return ratio(r.writesOver, float64(r.over)) }
+
+// runShort creates max(N/5, 20) one-shot Tasks whose pods finish at once,
+// shortRate per second, waits until all are Ready, and counts the
+// operator's writes for each Task by its run's length. It needs the audit
+// log (the per-name counts); without one it reports nothing.
+func runShort(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker) (*shortResult, error) {
+	if cl.audit == "" {
+		return nil, nil
+	}
+	count := max(o.n/5, 20)
+	before, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(time.Second / shortRate)
+	defer tick.Stop()
+	for i := range count {
+		t := oneShotTask(benchNamespace, fmt.Sprintf("short-%05d", i))
+		testutil.PodAnnotations(harness.SimDuration, shortPodDuration)(t)
+		if err := cl.c.Create(ctx, t); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", t.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	done := func() (int, error) {
+		tasks, _ := tr.snapshot()
+		ready := 0
+		for name, t := range tasks {
+			if strings.HasPrefix(name, "short-") && !t.ready.IsZero() {
+				ready++
+			}
+		}
+		return ready, nil
+	}
+	if err := poll(ctx, o.timeout(3*time.Minute), 100*time.Millisecond, func() (bool, error) {
+		n, err := done()
+		return n >= count, err
+	}); err != nil {
+		n, _ := done()
+		return nil, fmt.Errorf("waiting for %d short Tasks Ready: %w (%d Ready)", count, err, n)
+	}
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return nil, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	r := &shortResult{tasks: count}
+	if r.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(count)}); err != nil {
+		return nil, err
+	}
+	_, jobs := tr.snapshot()
+	taskOfJob := map[string]string{}
+	long := map[string]bool{}
+	for name, j := range jobs {
+		if !strings.HasPrefix(j.task, "short-") {
+			continue
+		}
+		taskOfJob[name] = j.task
+		if j.complete.IsZero() || j.complete.Sub(j.seen) > shortLimit {
+			long[j.task] = true
+		}
+	}
+	byTask, err := operatorWritesByTaskFile(cl.audit, benchNamespace, taskOfJob, before.at, after.at)
+	if err != nil {
+		return nil, err
+	}
+	for i := range count {
+		name := fmt.Sprintf("short-%05d", i)
+		if long[name] {
+			r.over++
+			r.writesOver += byTask[name]
+		} else {
+			r.under++
+			r.writesUnder += byTask[name]
+		}
+	}
+	o.logf("short runs: %d Tasks at %d/s, pods %s: %d ran under %s (%.3f writes per Task), %d longer (%.3f); all in the window: %.3f per Task (%s)",
+		count, shortRate, shortPodDuration, r.under, shortLimit, r.perTaskUnder(), r.over, r.perTaskOver(),
+		r.writes.total()/float64(count), r.writes.breakdown(float64(count)))
+	return r, nil
+}
+
+// operatorWritesByTaskFile counts the operator's writes received in
+// [from, to) in namespace by the Task they were for: the Task's own
+// requests (tasks, tasks/status) by its name, a Job's by taskOfJob. Events
+// and leases are not counted; nor are objects of other Tasks.
+func operatorWritesByTaskFile(path, namespace string, taskOfJob map[string]string, from, to time.Time) (map[string]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return operatorWritesByTask(f, namespace, taskOfJob, from, to)
+}
+
+func operatorWritesByTask(r io.Reader, namespace string, taskOfJob map[string]string, from, to time.Time) (map[string]float64, error) {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue
+		}
+		if e.Stage != "ResponseComplete" || !auditWriteVerbs[e.Verb] || e.ObjectRef == nil ||
+			e.ObjectRef.Namespace != namespace || actorOf(&e) != actorOperator ||
+			e.RequestReceived.Before(from) || !e.RequestReceived.Before(to) {
+			continue
+		}
+		switch e.ObjectRef.Resource {
+		case "tasks":
+			out[e.ObjectRef.Name]++
+		case "jobs":
+			if t, ok := taskOfJob[e.ObjectRef.Name]; ok {
+				out[t]++
+			}
+		}
+	}
+	return out, sc.Err()
+}
