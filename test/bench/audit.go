@@ -87,47 +87,100 @@ type auditCounts map[actor]map[string]float64
 
 func countAudit(r io.Reader, from, to time.Time) (auditCounts, error) {
 	out := auditCounts{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue // a line cut by a rotation or a crash: skip it
-		}
+	err := eachAuditEvent(r, func(e *auditEvent) {
 		if e.Stage != "ResponseComplete" && e.Stage != "Panic" {
-			continue
+			return
 		}
 		read := auditReadVerbs[e.Verb]
-		if (!auditWriteVerbs[e.Verb] && !read) || e.ObjectRef == nil {
-			continue
+		if (!auditWriteVerbs[e.Verb] && !read) || !e.receivedIn(from, to) {
+			return
 		}
-		if e.RequestReceived.Before(from) || !e.RequestReceived.Before(to) {
-			continue
-		}
-		a := actorOf(&e)
+		a := actorOf(e)
 		if out[a] == nil {
 			out[a] = map[string]float64{}
 		}
 		k := resKey(e.ObjectRef.Resource, e.ObjectRef.Subresource)
 		if read {
 			out[a][readPrefix+k]++
-			continue
+			return
 		}
 		out[a][k]++
 		if e.ResponseStatus != nil && e.ResponseStatus.Code == 409 {
 			out[a][conflictPrefix+k]++
 		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
-func countAuditFile(path string, from, to time.Time) (auditCounts, error) {
+func countAuditFile(path string, from, to time.Time) (out auditCounts, err error) {
+	return out, readAuditFile(path, func(r io.Reader) error {
+		out, err = countAudit(r, from, to)
+		return err
+	})
+}
+
+// operatorWritesByTask counts the operator's writes received in
+// [from, to) in namespace by the Task they were for: the Task's own
+// requests (tasks, tasks/status) by its name, a Job's by taskOfJob. Events
+// and leases are not counted, nor the objects of other Tasks.
+func operatorWritesByTask(r io.Reader, namespace string, taskOfJob map[string]string, from, to time.Time) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := eachAuditEvent(r, func(e *auditEvent) {
+		if !e.completedWrite(from, to) || e.ObjectRef.Namespace != namespace || actorOf(e) != actorOperator {
+			return
+		}
+		switch e.ObjectRef.Resource {
+		case "tasks":
+			out[e.ObjectRef.Name]++
+		case "jobs":
+			if t, ok := taskOfJob[e.ObjectRef.Name]; ok {
+				out[t]++
+			}
+		}
+	})
+	return out, err
+}
+
+func operatorWritesByTaskFile(path, namespace string, taskOfJob map[string]string, from, to time.Time) (out map[string]float64, err error) {
+	return out, readAuditFile(path, func(r io.Reader) error {
+		out, err = operatorWritesByTask(r, namespace, taskOfJob, from, to)
+		return err
+	})
+}
+
+// eachAuditEvent calls fn with every event of the log; a line that does
+// not parse (cut by a crash) is skipped.
+func eachAuditEvent(r io.Reader, fn func(e *auditEvent)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue
+		}
+		fn(&e)
+	}
+	return sc.Err()
+}
+
+// readAuditFile hands the log at path to read.
+func readAuditFile(path string, read func(io.Reader) error) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	return countAudit(f, from, to)
+	return read(f)
+}
+
+// receivedIn: a request about an object, received in [from, to).
+func (e *auditEvent) receivedIn(from, to time.Time) bool {
+	return e.ObjectRef != nil && !e.RequestReceived.Before(from) && e.RequestReceived.Before(to)
+}
+
+// completedWrite: a write's response, the request received in [from, to).
+func (e *auditEvent) completedWrite(from, to time.Time) bool {
+	return e.Stage == "ResponseComplete" && auditWriteVerbs[e.Verb] && e.receivedIn(from, to)
 }
 
 // createCost is what the API server spent on a run of Job creates, from
@@ -164,31 +217,22 @@ var reactingAgents = []string{"kube-controller-manager/", "kube-scheduler/", "kw
 // jobCreateCost reads the Job creates in namespace received in [from, to)
 // and the reacting writes received in the same window; not known when
 // there is no audit log (path "") or the window holds no create.
-func jobCreateCost(path, namespace string, from, to time.Time) (createCost, error) {
+func jobCreateCost(path, namespace string, from, to time.Time) (c createCost, err error) {
 	if path == "" {
 		return createCost{}, nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return createCost{}, err
-	}
-	defer f.Close()
-	return jobCreateCostIn(f, namespace, from, to)
+	return c, readAuditFile(path, func(r io.Reader) error {
+		c, err = jobCreateCostIn(r, namespace, from, to)
+		return err
+	})
 }
 
 func jobCreateCostIn(r io.Reader, namespace string, from, to time.Time) (createCost, error) {
 	var creates, reacting int
 	var server time.Duration
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue
-		}
-		if e.Stage != "ResponseComplete" || !auditWriteVerbs[e.Verb] || e.ObjectRef == nil ||
-			e.RequestReceived.Before(from) || !e.RequestReceived.Before(to) {
-			continue
+	err := eachAuditEvent(r, func(e *auditEvent) {
+		if !e.completedWrite(from, to) {
+			return
 		}
 		switch {
 		case e.Verb == "create" && e.ObjectRef.Resource == "jobs" && e.ObjectRef.Subresource == "" && e.ObjectRef.Namespace == namespace:
@@ -197,8 +241,8 @@ func jobCreateCostIn(r io.Reader, namespace string, from, to time.Time) (createC
 		case slices.ContainsFunc(reactingAgents, func(p string) bool { return strings.HasPrefix(e.UserAgent, p) }):
 			reacting++
 		}
-	}
-	if err := sc.Err(); err != nil || creates == 0 {
+	})
+	if err != nil || creates == 0 {
 		return createCost{}, err
 	}
 	return createCost{
@@ -206,4 +250,27 @@ func jobCreateCostIn(r io.Reader, namespace string, from, to time.Time) (createC
 		reacting: float64(reacting) / float64(creates),
 		known:    true,
 	}, nil
+}
+
+// nthCreateDone is when the API server answered the n-th Job create in
+// namespace ns received from start on by a user agent starting with agent
+// (the audit log's stageTimestamp); ok is false when the log has fewer.
+func nthCreateDone(path, ns, agent string, start time.Time, n int) (time.Time, bool, error) {
+	var done []time.Time
+	err := readAuditFile(path, func(r io.Reader) error {
+		return eachAuditEvent(r, func(e *auditEvent) {
+			if e.Stage != "ResponseComplete" || e.Verb != "create" || e.ObjectRef == nil ||
+				e.ObjectRef.Resource != "jobs" || e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns ||
+				!strings.HasPrefix(e.UserAgent, agent) || e.RequestReceived.Before(start) ||
+				e.ResponseStatus == nil || e.ResponseStatus.Code != 201 {
+				return
+			}
+			done = append(done, e.StageTimestamp)
+		})
+	})
+	if err != nil || len(done) < n {
+		return time.Time{}, false, err
+	}
+	slices.SortFunc(done, func(a, b time.Time) int { return a.Compare(b) })
+	return done[n-1], true, nil
 }

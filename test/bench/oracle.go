@@ -3,12 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -307,34 +305,3 @@ func cleanNamespace(ctx context.Context, o *options, cl *cluster, ns string) err
 
 // noFinalizers is a merge patch that removes every finalizer.
 var noFinalizers = client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-
-// nthCreateDone is when the API server answered the n-th Job create in
-// namespace ns received from start on by a user agent starting with agent
-// (the audit log's stageTimestamp); ok is false when the log has fewer.
-func nthCreateDone(path, ns, agent string, start time.Time, n int) (time.Time, bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	defer f.Close()
-	var done []time.Time
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.Verb != "create" || e.ObjectRef == nil {
-			continue
-		}
-		if e.ObjectRef.Resource != "jobs" || e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns ||
-			!strings.HasPrefix(e.UserAgent, agent) || e.RequestReceived.Before(start) ||
-			e.ResponseStatus == nil || e.ResponseStatus.Code != 201 {
-			continue
-		}
-		done = append(done, e.StageTimestamp)
-	}
-	if err := sc.Err(); err != nil || len(done) < n {
-		return time.Time{}, false, err
-	}
-	slices.SortFunc(done, func(a, b time.Time) int { return a.Compare(b) })
-	return done[n-1], true, nil
-}

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -133,43 +129,4 @@ func runShort(ctx context.Context, o *options, cl *cluster, op *operator, tr *tr
 		count, shortRate, shortPodDuration, r.under, shortLimit, r.perTaskUnder(), r.over, r.perTaskOver(),
 		r.writes.total()/float64(count), r.writes.breakdown(float64(count)))
 	return r, nil
-}
-
-// operatorWritesByTaskFile counts the operator's writes received in
-// [from, to) in namespace by the Task they were for: the Task's own
-// requests (tasks, tasks/status) by its name, a Job's by taskOfJob. Events
-// and leases are not counted; nor are objects of other Tasks.
-func operatorWritesByTaskFile(path, namespace string, taskOfJob map[string]string, from, to time.Time) (map[string]float64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return operatorWritesByTask(f, namespace, taskOfJob, from, to)
-}
-
-func operatorWritesByTask(r io.Reader, namespace string, taskOfJob map[string]string, from, to time.Time) (map[string]float64, error) {
-	out := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue
-		}
-		if e.Stage != "ResponseComplete" || !auditWriteVerbs[e.Verb] || e.ObjectRef == nil ||
-			e.ObjectRef.Namespace != namespace || actorOf(&e) != actorOperator ||
-			e.RequestReceived.Before(from) || !e.RequestReceived.Before(to) {
-			continue
-		}
-		switch e.ObjectRef.Resource {
-		case "tasks":
-			out[e.ObjectRef.Name]++
-		case "jobs":
-			if t, ok := taskOfJob[e.ObjectRef.Name]; ok {
-				out[t]++
-			}
-		}
-	}
-	return out, sc.Err()
 }
