@@ -152,7 +152,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench
 bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: quick, ~10 min; BENCH_ARGS= adds flags).
-	go run ./test/bench -n $(BENCH_N) $(BENCH_ARGS)
+	go run ./test/bench -n $(BENCH_N) -profile $(BENCH_ARGS)
 
 SCALE_N ?= 10000
 
