@@ -10,6 +10,15 @@
 // the kube-controller-manager limits each session needs), runs the operator
 // as a separate process per session, and prints a table. See
 // test/bench/README.md.
+//
+// What lives where: main.go (flags, the sessions in order), scenarios.go
+// (B0, T1, the burst and idle), short.go (short runs), precreated.go,
+// memory.go, cron.go (the cron fire and the runs' whole lives), queue.go
+// and passcost.go (the queue and its passes), scale.go, oracle.go (the
+// oracles, their own process), load.go (objects and the load generator),
+// track.go (the benchmark's watch), writes.go, audit.go and apiwrites.go
+// (counting requests), diag.go, stats.go, report.go (the table),
+// cluster.go and operator.go (the processes).
 package main
 
 import (

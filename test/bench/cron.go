@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cron fire: N cron Tasks (or CronJobs) due in one slot.
+
+// cronKind is one cron run: the operator with some flags, or the CronJob
+// controller.
+type cronKind struct {
+	name     string // row label
+	operator bool
+	// oracle: the cron oracle (oracle.go) creates the slot's Jobs of the
+	// Tasks, with no operator running.
+	oracle   bool
+	settings operatorSettings
+	// life: after the slot period, follow the slot's runs to the end of
+	// their lives (each Job complete and its finish recorded by the
+	// controller) and count the writes of the whole life. Only for the
+	// operator at its defaults and the CronJob controller, the pair the
+	// target compares: at 20/30 the Job controller needs minutes to
+	// complete N Jobs.
+	life bool
+}
+
+// tasks: the kind's objects are Tasks (not CronJobs).
+func (k cronKind) tasks() bool { return k.operator || k.oracle }
+
+type cronResult struct {
+	b0          b0Result
+	slot        time.Time
+	n, started  int
+	late        int // runs started after the slot period (counted as missed)
+	skew        []float64
+	writes      writeCount
+	setup       float64 // s from the first create until every Task was scheduled (operator)
+	setupLate   bool    // the operator had not scheduled every Task 3 s before the slot
+	scheduledAt int     // Tasks scheduled for the slot 3 s before it
+	// fire is from the slot to the last started run's Job; fireStatus
+	// counts the controller's status writes in it (audit log; -1 without
+	// one): records that competed with the creates that decide the skew.
+	fire       float64
+	fireStatus float64
+	// fireCost is what the API server spent on the fire's creates (audit
+	// log).
+	fireCost createCost
+	// shown is from the last Job of the slot until every started run's
+	// Task showed it (Running, or already finished), operator only.
+	shown float64
+	// lifeWrites counts the controller's writes from 3 s before the slot
+	// until every one of the slot's N runs (also those started after the
+	// period) had finished and its finish was recorded (the Task's
+	// history, the CronJob's lastSuccessfulTime with no active Job), plus
+	// the settle pause (kind.life only; lifeDone false if that end never
+	// came).
+	lifeWrites writeCount
+	lifeDone   bool
+	life       float64 // s from the slot to that end
+}
+
+// lifeOrNaN is the slot to the end of every run's life, NaN if not
+// measured.
+func (r cronResult) lifeOrNaN() float64 {
+	if !r.lifeDone {
+		return math.NaN()
+	}
+	return r.life
+}
+
+// lifePerRun is the writes per run over the runs' whole lives, events
+// apart.
+func (r cronResult) lifePerRun() float64 {
+	if !r.lifeDone {
+		return math.NaN()
+	}
+	return ratio(r.lifeWrites.total(), float64(r.n))
+}
+
+func (r cronResult) perRun() float64 { return ratio(r.writes.total(), float64(r.started)) }
+func (r cronResult) eventsPerRun() float64 {
+	return ratio(r.writes.events, float64(r.started))
+}
+
+// sessionCron: B0, then N cron Tasks (or CronJobs) all due in one slot, the
+// first minute boundary after they exist and are scheduled. Their schedule
+// names that slot's minute and hour ("M H * * *"), so no earlier slot fires
+// while they are being created; the slot period (60 s, like "* * * * *")
+// is the window measured.
+func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cronResult, error) {
+	cl, err := upCluster(ctx, o, o.defaultKCM())
+	if err != nil {
+		return nil, err
+	}
+	defer cl.down(ctx, o)
+	res := &cronResult{n: o.n}
+	if res.b0, err = runB0(ctx, o, cl, false); err != nil {
+		return nil, fmt.Errorf("B0: %w", err)
+	}
+	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, err
+	}
+	var op *operator
+	if kind.operator {
+		if op, err = startOperator(ctx, o, cl, kind.settings, fmt.Sprintf("cron-%s-%d", kind.name, rep)); err != nil {
+			return nil, err
+		}
+		defer op.stop(o)
+	}
+	tr, err := startTracker(ctx, cl, benchNamespace, kind.operator)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+
+	// Lead time: creating the objects (a few x T0) plus, for the operator,
+	// its first pass over every Task (about 2 writes each: finalizer and
+	// status), which a client-side limit stretches to 2N/qps.
+	lead := 15*time.Second + time.Duration(3*res.b0.t0*float64(time.Second))
+	if kind.operator {
+		if kind.settings.qps > 0 {
+			lead += time.Duration(2.6 * float64(o.n) / kind.settings.qps * float64(time.Second))
+		} else {
+			lead += time.Duration(float64(o.n)/50) * time.Second
+		}
+	}
+	slot := time.Now().Add(lead).Truncate(time.Minute).Add(time.Minute)
+	res.slot = slot
+	schedule := fmt.Sprintf("%d %d * * *", slot.UTC().Minute(), slot.UTC().Hour())
+	o.logf("cron %s: %d objects with schedule %q, slot %s (in %.0f s)", kind.name, o.n, schedule, slot.UTC().Format(time.TimeOnly), time.Until(slot).Seconds())
+
+	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		name := fmt.Sprintf("cron-%05d", i)
+		if kind.tasks() {
+			return cronTask(benchNamespace, name, schedule)
+		}
+		return cronJob(benchNamespace, name, schedule)
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.logf("cron %s: created in %.2f s", kind.name, end.Sub(start).Seconds())
+	snapAt := slot.Add(-3 * time.Second)
+	var oracle *oracleProcess
+	if kind.oracle {
+		if oracle, err = startOracle(ctx, o, cl, oracleArgs{namespace: benchNamespace, mode: oracleCron, n: o.n, slot: slot}); err != nil {
+			return nil, err
+		}
+	}
+	if kind.operator {
+		n := o.n
+		err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks scheduled", n), time.Until(snapAt), func(_, _, scheduled, _, _ int) bool { return scheduled >= n })
+		tasks, _ := tr.snapshot()
+		for _, t := range tasks {
+			if t.next.Equal(slot) {
+				res.scheduledAt++
+			}
+		}
+		if err != nil {
+			res.setupLate = true
+			o.logf("cron %s: WARNING: only %d of %d Tasks scheduled 3 s before the slot: %v", kind.name, res.scheduledAt, n, err)
+		}
+		res.setup = time.Since(start).Seconds()
+		o.logf("cron %s: %d Tasks scheduled for the slot, %.1f s after the first create", kind.name, res.scheduledAt, res.setup)
+	}
+	if err := sleepUntil(ctx, snapAt); err != nil {
+		return nil, err
+	}
+	before, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	var prof <-chan error
+	if o.profile && kind.operator {
+		// The fire only (3 s before the slot to about 3 x T0 after it):
+		// what the operator spends its CPU on while the starts are due,
+		// not the records that follow.
+		prof = op.cpuProfile(ctx, o, 3*time.Second+time.Duration(max(3*res.b0.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("cron-%s-%d.cpu.pprof", kind.name, rep)))
+	}
+	periodEnd := slot.Add(time.Minute)
+	if err := sleepUntil(ctx, periodEnd); err != nil {
+		return nil, err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return nil, err
+	}
+	o.logf("cron %s diagnosis: %s", kind.name, diagnose(before, after))
+	switch {
+	case kind.operator:
+		res.writes, err = operatorWrites(cl, before, after, nil)
+	case kind.oracle:
+		err = oracle.wait() // it creates the Jobs and nothing else
+	default:
+		res.writes, err = cronJobWrites(ctx, cl, benchNamespace, before, after)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			o.logf("CPU profile: %v", err)
+		}
+	}
+
+	runID := "s" + strconv.FormatInt(slot.Unix(), 10)
+	_, jobs := tr.snapshot()
+	for name, j := range jobs {
+		forSlot := false
+		if kind.tasks() {
+			forSlot = j.run == runID
+		} else {
+			forSlot = j.scheduled.Equal(slot) || (j.scheduled.IsZero() && name == j.cronJob+"-"+strconv.FormatInt(slot.Unix()/60, 10))
+		}
+		if !forSlot {
+			continue
+		}
+		if j.seen.After(periodEnd) {
+			res.late++
+			continue
+		}
+		res.started++
+		res.skew = append(res.skew, j.seen.Sub(slot).Seconds())
+	}
+	res.fire, res.fireStatus = percentile(res.skew, 100), -1
+	if cl.audit != "" && res.started > 0 {
+		counts, err := countAuditFile(cl.audit, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond))
+		if err != nil {
+			return nil, err
+		}
+		who := actorCronJob
+		switch {
+		case kind.operator:
+			who = actorOperator
+		case kind.oracle:
+			who = actorOracle
+		}
+		res.fireStatus = counts[who]["tasks/status"] + counts[who]["cronjobs/status"]
+		if res.fireCost, err = jobCreateCost(cl.audit, benchNamespace, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond)); err != nil {
+			return nil, err
+		}
+	}
+	if kind.operator {
+		res.shown = tr.shownAfter(runID, slot.Add(time.Duration(res.fire*float64(time.Second))))
+	}
+	if kind.life {
+		if err := followLives(ctx, o, cl, op, tr, kind, res, runID, before); err != nil {
+			return nil, err
+		}
+	}
+	o.logf("cron %s: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s; writes/run %.2f (%s) + events %.2f; "+
+		"status writes inside the fire (slot to last Job, %.2f s): %.0f; every run shown %.2f s after the last Job",
+		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
+		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
+	return res, nil
+}
+
+// followLives waits, after the slot period, until every one of the
+// slot's N runs has finished and the controller has recorded that (the
+// Task's history shows the run with a final result; the CronJob has no
+// active Job and a lastSuccessfulTime at or after the slot), then counts
+// the controller's writes from before (3 s before the slot) to then. If
+// that end does not come within the wait, lifeDone stays false: the row
+// shows no value and the log says why.
+func followLives(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, kind cronKind, res *cronResult, runID string, before writeSnap) error {
+	done := func() (int, time.Time) {
+		if kind.tasks() {
+			return tr.runsFinished(runID)
+		}
+		return tr.cronJobsDone(res.slot)
+	}
+	want := res.n
+	err := tr.waitFor(ctx, o, fmt.Sprintf("the slot's %d runs finished and recorded", want), o.timeout(8*time.Minute), func(_, _, _, _, _ int) bool {
+		n, _ := done()
+		return n >= want
+	})
+	if err != nil {
+		o.logf("cron %s: WARNING: the whole lives not measured: %v", kind.name, err)
+		return nil
+	}
+	_, last := done()
+	res.life = last.Sub(res.slot).Seconds()
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return err
+	}
+	after, err := takeSnap(ctx, cl, op)
+	if err != nil {
+		return err
+	}
+	if kind.operator {
+		res.lifeWrites, err = operatorWrites(cl, before, after, nil)
+	} else {
+		res.lifeWrites, err = cronJobWrites(ctx, cl, benchNamespace, before, after)
+	}
+	if err != nil {
+		return err
+	}
+	res.lifeDone = true
+	o.logf("cron %s: every run finished and recorded %.1f s after the slot; writes per run over their whole lives %.3f (%s)",
+		kind.name, res.life, res.lifePerRun(), res.lifeWrites.breakdown(float64(res.n)))
+	return nil
+}
