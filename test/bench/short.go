@@ -39,6 +39,8 @@ type shortResult struct {
 	// writes is the window's whole count (events apart), a cross-check of
 	// the per-name sums.
 	writes writeCount
+	// lengths are the runs' lengths (s), Job created to complete.
+	lengths []float64
 }
 
 func (r shortResult) perTaskUnder() float64 { return ratio(r.writesUnder, float64(r.under)) }
@@ -101,32 +103,39 @@ func runShort(ctx context.Context, o *options, cl *cluster, op *operator, tr *tr
 	}
 	_, jobs := tr.snapshot()
 	taskOfJob := map[string]string{}
-	long := map[string]bool{}
+	length := map[string]time.Duration{} // by Task; unknown (never complete) counts as long
 	for name, j := range jobs {
 		if !strings.HasPrefix(j.task, "short-") {
 			continue
 		}
 		taskOfJob[name] = j.task
-		if j.complete.IsZero() || j.complete.Sub(j.seen) > shortLimit {
-			long[j.task] = true
+		length[j.task] = time.Hour
+		if !j.complete.IsZero() {
+			length[j.task] = j.complete.Sub(j.seen)
+			r.lengths = append(r.lengths, length[j.task].Seconds())
 		}
 	}
 	byTask, err := operatorWritesByTaskFile(cl.audit, benchNamespace, taskOfJob, before.at, after.at)
 	if err != nil {
 		return nil, err
 	}
+	var more []string // short runs that cost more than 2 writes, for the log
 	for i := range count {
 		name := fmt.Sprintf("short-%05d", i)
-		if long[name] {
+		l, ok := length[name]
+		if !ok || l > shortLimit {
 			r.over++
 			r.writesOver += byTask[name]
-		} else {
-			r.under++
-			r.writesUnder += byTask[name]
+			continue
+		}
+		r.under++
+		r.writesUnder += byTask[name]
+		if byTask[name] > 2 && len(more) < 10 {
+			more = append(more, fmt.Sprintf("%s %.0f writes after a %.2f s run", name, byTask[name], l.Seconds()))
 		}
 	}
-	o.logf("short runs: %d Tasks at %d/s, pods %s: %d ran under %s (%.3f writes per Task), %d longer (%.3f); all in the window: %.3f per Task (%s)",
-		count, shortRate, shortPodDuration, r.under, shortLimit, r.perTaskUnder(), r.over, r.perTaskOver(),
-		r.writes.total()/float64(count), r.writes.breakdown(float64(count)))
+	o.logf("short runs: %d Tasks at %d/s, pods %s: run length (Job created to complete) p50 %.2f s p90 %.2f s; %d ran under %s (%.3f writes per Task), %d longer (%.3f); all in the window: %.3f per Task (%s); short runs with more than 2 writes: %s",
+		count, shortRate, shortPodDuration, percentile(r.lengths, 50), percentile(r.lengths, 90), r.under, shortLimit, r.perTaskUnder(), r.over, r.perTaskOver(),
+		r.writes.total()/float64(count), r.writes.breakdown(float64(count)), orNA(strings.Join(more, ", ")))
 	return r, nil
 }
