@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 	batchv1 "k8s.io/api/batch/v1"
@@ -314,5 +315,45 @@ func TestOperatorWritesByTaskCountsATasksOwnWritesAndItsJobsByName(t *testing.T)
 	}
 	if want := map[string]float64{"short-00001": 3, "short-00002": 1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("writes by Task = %v, want %v", got, want)
+	}
+}
+
+func TestTheTrackerCountsRunsFinishedAndCronJobsThatRecordedTheSlot(t *testing.T) {
+	tr := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}, cronJobs: map[string]cronJobTrack{}}
+	slot := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
+	task := func(name string, results ...v1alpha1.RunResult) *v1alpha1.Task {
+		tk := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, r := range results {
+			tk.Status.History = append(tk.Status.History, v1alpha1.RunRecord{RunID: "s1", Result: r})
+		}
+		return tk
+	}
+	tr.observe(task("a", v1alpha1.RunResultRunning))
+	tr.observe(task("b", v1alpha1.RunResultSucceeded))
+	tr.observe(task("c"))
+	if n, last := tr.runsFinished("s1"); n != 1 || last.IsZero() {
+		t.Errorf("runsFinished = %d, %v; want 1 and a time", n, last)
+	}
+	tr.observe(task("a", v1alpha1.RunResultFailed))
+	if n, _ := tr.runsFinished("s1"); n != 2 {
+		t.Errorf("runsFinished after a's end = %d, want 2", n)
+	}
+
+	cj := func(name string, active int, last time.Time) *batchv1.CronJob {
+		c := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for range active {
+			c.Status.Active = append(c.Status.Active, corev1.ObjectReference{Name: "j"})
+		}
+		if !last.IsZero() {
+			c.Status.LastSuccessfulTime = &metav1.Time{Time: last}
+		}
+		return c
+	}
+	tr.observe(cj("x", 1, time.Time{}))              // running
+	tr.observe(cj("y", 0, slot.Add(-time.Hour)))     // an earlier slot's success
+	tr.observe(cj("z", 0, slot.Add(30*time.Second))) // this slot's, recorded
+	tr.observe(cj("w", 1, slot.Add(30*time.Second))) // succeeded, still active
+	if n, last := tr.cronJobsDone(slot); n != 1 || last.IsZero() {
+		t.Errorf("cronJobsDone = %d, %v; want 1 and a time", n, last)
 	}
 }
