@@ -151,6 +151,51 @@ func (op *operator) cpuProfile(ctx context.Context, o *options, d time.Duration,
 	return ch
 }
 
+// cpuProfileUntil records a CPU profile of the operator from now until
+// stop is closed (in pieces of cpuPiece, so it ends at most one piece
+// late), merges the pieces into path and logs its top entries; wait for
+// the returned channel. It covers a window whose end is not known in
+// advance: a whole scenario.
+func (op *operator) cpuProfileUntil(ctx context.Context, o *options, stop <-chan struct{}, path string) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		var pieces []string
+		defer func() {
+			for _, p := range pieces {
+				_ = os.Remove(p)
+			}
+		}()
+		for stopped := false; !stopped; {
+			piece := fmt.Sprintf("%s.%d", path, len(pieces))
+			if err := op.saveCPUProfile(ctx, cpuPiece, piece); err != nil {
+				ch <- err
+				return
+			}
+			pieces = append(pieces, piece)
+			select {
+			case <-stop:
+				stopped = true
+			case <-ctx.Done():
+				ch <- ctx.Err()
+				return
+			default:
+			}
+		}
+		out, err := exec.CommandContext(ctx, "go", append([]string{"tool", "pprof", "-proto"}, pieces...)...).Output()
+		if err == nil {
+			err = os.WriteFile(path, out, 0o644)
+		}
+		if err == nil {
+			err = logProfileTop(ctx, o, path)
+		}
+		ch <- err
+	}()
+	return ch
+}
+
+// cpuPiece is the length of one piece of cpuProfileUntil.
+const cpuPiece = 5 * time.Second
+
 // saveCPUProfile records a CPU profile of the operator for d into path.
 func (op *operator) saveCPUProfile(ctx context.Context, d time.Duration, path string) error {
 	secs := max(int(d.Seconds()+0.5), 1)

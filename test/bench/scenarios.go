@@ -174,9 +174,12 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	if err != nil {
 		return nil, nil, err
 	}
+	// The profile covers the whole burst: first create to the last Task
+	// Ready, the window of the operator's CPU figure.
 	var prof <-chan error
+	burstOver := make(chan struct{})
 	if o.profile {
-		prof = op.cpuProfile(ctx, o, time.Duration(max(4*b.t0, 5)*float64(time.Second)), filepath.Join(o.workDir, "profiles", fmt.Sprintf("burst-%d.cpu.pprof", rep)))
+		prof = op.cpuProfileUntil(ctx, o, burstOver, filepath.Join(o.workDir, "profiles", fmt.Sprintf("burst-%d.cpu.pprof", rep)))
 	}
 	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		return oneShotTask(benchNamespace, fmt.Sprintf("burst-%05d", i))
@@ -192,6 +195,7 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
 		return nil, nil, err
 	}
+	close(burstOver)
 	if prof != nil {
 		if err := <-prof; err != nil {
 			o.logf("CPU profile: %v", err)
