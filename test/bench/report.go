@@ -396,13 +396,11 @@ func (rs *results) render() string {
 					lr := cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(a.lifePerRun(), c.lifePerRun()) })
 					add(sec.scen, "  whole life, operator / CronJob (ratio, target <= 1)", spread(lr, ""), atMost(lr, 1))
 					add(sec.scen, "  slot to every run finished and recorded: operator / CronJob", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.lifeOrNaN() }))+" / "+secs(cf("cronjob", func(c *cronResult) float64 { return c.lifeOrNaN() })), "")
-					if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last[sec.opKind].lifeDone {
-						a := last[sec.opKind]
-						add(sec.scen, "  whole life by resource per run (last repeat): operator", a.lifeWrites.breakdown(float64(a.n)), "")
-					}
-					if last := rs.reps[len(rs.reps)-1].cron; last["cronjob"] != nil && last["cronjob"].lifeDone {
-						c := last["cronjob"]
-						add(sec.scen, "  whole life by resource per run (last repeat): CronJob", c.lifeWrites.breakdown(float64(c.n)), "")
+					last := rs.reps[len(rs.reps)-1].cron
+					for _, k := range []struct{ kind, who string }{{sec.opKind, "operator"}, {"cronjob", "CronJob"}} {
+						if c := last[k.kind]; c != nil && c.lifeDone {
+							add(sec.scen, "  whole life by resource per run (last repeat): "+k.who, c.lifeWrites.breakdown(float64(c.n)), "")
+						}
 					}
 				}
 			}
