@@ -178,6 +178,11 @@ func (e *auditEvent) receivedIn(from, to time.Time) bool {
 	return e.ObjectRef != nil && !e.RequestReceived.Before(from) && e.RequestReceived.Before(to)
 }
 
+// jobCreateIn: a Job create in namespace (ObjectRef set).
+func (e *auditEvent) jobCreateIn(namespace string) bool {
+	return e.Verb == "create" && e.ObjectRef.Resource == "jobs" && e.ObjectRef.Subresource == "" && e.ObjectRef.Namespace == namespace
+}
+
 // completedWrite: a write's response, the request received in [from, to).
 func (e *auditEvent) completedWrite(from, to time.Time) bool {
 	return e.Stage == "ResponseComplete" && auditWriteVerbs[e.Verb] && e.receivedIn(from, to)
@@ -235,7 +240,7 @@ func jobCreateCostIn(r io.Reader, namespace string, from, to time.Time) (createC
 			return
 		}
 		switch {
-		case e.Verb == "create" && e.ObjectRef.Resource == "jobs" && e.ObjectRef.Subresource == "" && e.ObjectRef.Namespace == namespace:
+		case e.jobCreateIn(namespace):
 			creates++
 			server += e.StageTimestamp.Sub(e.RequestReceived)
 		case slices.ContainsFunc(reactingAgents, func(p string) bool { return strings.HasPrefix(e.UserAgent, p) }):
@@ -259,8 +264,7 @@ func nthCreateDone(path, ns, agent string, start time.Time, n int) (time.Time, b
 	var done []time.Time
 	err := readAuditFile(path, func(r io.Reader) error {
 		return eachAuditEvent(r, func(e *auditEvent) {
-			if e.Stage != "ResponseComplete" || e.Verb != "create" || e.ObjectRef == nil ||
-				e.ObjectRef.Resource != "jobs" || e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns ||
+			if e.Stage != "ResponseComplete" || e.ObjectRef == nil || !e.jobCreateIn(ns) ||
 				!strings.HasPrefix(e.UserAgent, agent) || e.RequestReceived.Before(start) ||
 				e.ResponseStatus == nil || e.ResponseStatus.Code != 201 {
 				return

@@ -56,6 +56,7 @@ func runShort(ctx context.Context, o *options, cl *cluster, op *operator, tr *tr
 		return nil, nil
 	}
 	count := max(o.n/5, 20)
+	_, readyBefore, _, _, _ := tr.counts()
 	before, err := takeSnap(ctx, cl, op)
 	if err != nil {
 		return nil, err
@@ -74,21 +75,10 @@ func runShort(ctx context.Context, o *options, cl *cluster, op *operator, tr *tr
 		case <-tick.C:
 		}
 	}
-	ready := func() int {
-		tasks, _ := tr.snapshot()
-		n := 0
-		for name, t := range tasks {
-			if strings.HasPrefix(name, "short-") && !t.ready.IsZero() {
-				n++
-			}
-		}
-		return n
-	}
-	if err := poll(ctx, o.timeout(3*time.Minute), 100*time.Millisecond, func() (bool, error) {
-		return ready() >= count, nil
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d short Tasks Ready", count), o.timeout(3*time.Minute), func(_, ready, _, _, _ int) bool {
+		return ready >= readyBefore+count
 	}); err != nil {
-		n := ready()
-		return nil, fmt.Errorf("waiting for %d short Tasks Ready: %w (%d Ready)", count, err, n)
+		return nil, err
 	}
 	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
 		return nil, err
