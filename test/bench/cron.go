@@ -287,10 +287,7 @@ func followLives(ctx context.Context, o *options, cl *cluster, op *operator, tr 
 	}
 	_, last := done()
 	res.life = last.Sub(res.slot).Seconds()
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return err
-	}
-	after, err := takeSnap(ctx, cl, op)
+	after, err := settledSnap(ctx, o, cl, op)
 	if err != nil {
 		return err
 	}

@@ -85,10 +85,7 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks Ready", n), o.timeout(10*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= n }); err != nil {
 		return nil, err
 	}
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return nil, err
-	}
-	after, err := takeSnap(ctx, cl, op)
+	after, err := settledSnap(ctx, o, cl, op)
 	if err != nil {
 		return nil, err
 	}

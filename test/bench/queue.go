@@ -214,10 +214,7 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 			return err
 		}
 		res.queuedReady = float64(n) / time.Since(start).Seconds()
-		if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-			return err
-		}
-		after, err := takeSnap(ctx, cl, op)
+		after, err := settledSnap(ctx, o, cl, op)
 		if err != nil {
 			return err
 		}

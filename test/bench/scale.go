@@ -225,10 +225,7 @@ func scaleBurst(ctx context.Context, o *options, cl *cluster, op *operator, tr *
 			o.logf("CPU profile: %v", err)
 		}
 	}
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return ph, memPoint{}, err
-	}
-	snap1, err := takeSnap(ctx, cl, op)
+	snap1, err := settledSnap(ctx, o, cl, op)
 	if err != nil {
 		return ph, memPoint{}, err
 	}

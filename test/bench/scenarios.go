@@ -202,10 +202,7 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 		}
 	}
 	// Let the last events and writes of the pass that made a Task Ready land.
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return nil, nil, err
-	}
-	after, err := takeSnap(ctx, cl, op)
+	after, err := settledSnap(ctx, o, cl, op)
 	if err != nil {
 		return nil, nil, err
 	}

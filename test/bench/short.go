@@ -80,10 +80,7 @@ func runShort(ctx context.Context, o *options, cl *cluster, op *operator, tr *tr
 	}); err != nil {
 		return nil, err
 	}
-	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
-		return nil, err
-	}
-	after, err := takeSnap(ctx, cl, op)
+	after, err := settledSnap(ctx, o, cl, op)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,15 @@ func takeSnap(ctx context.Context, cl *cluster, op *operator) (writeSnap, error)
 	return s, nil
 }
 
+// settledSnap waits o.settle, so the last writes of a measured step land,
+// then takes the closing snapshot.
+func settledSnap(ctx context.Context, o *options, cl *cluster, op *operator) (writeSnap, error) {
+	if err := sleepUntil(ctx, time.Now().Add(o.settle)); err != nil {
+		return writeSnap{}, err
+	}
+	return takeSnap(ctx, cl, op)
+}
+
 // writeCount is one controller's API writes (creates, updates, patches,
 // deletes) in a window: by resource for the objects it manages, and events
 // and leases apart.
