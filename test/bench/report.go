@@ -278,10 +278,11 @@ func (rs *results) render() string {
 			add("short runs", fmt.Sprintf("one-shot Tasks created %d/s, pods %s: runs under %s (Job created to complete)", shortRate, shortPodDuration, shortLimit),
 				spread(sf(func(s *shortResult) float64 { return pct(s.under, s.tasks) }), "%")+" of "+spread(sf(func(s *shortResult) float64 { return float64(s.tasks) }), ""), "")
 			add("short runs", "  run length (Job created to complete) p50 / p90", secs(sf(func(s *shortResult) float64 { return percentile(s.lengths, 50) }))+" / "+secs(sf(func(s *shortResult) float64 { return percentile(s.lengths, 90) })), "")
-			add("short runs", fmt.Sprintf("operator writes per Task whose run took under %s, events apart", shortLimit), spread3(under, ""), atMost(under, 2))
+			add("short runs", fmt.Sprintf("operator writes per Task whose run took under %s, events apart", shortLimit), spread3(under, ""), atMost(under, shortWritesTarget))
 			add("short runs", "  per Task whose run took longer (context)", spread3(sf(func(s *shortResult) float64 { return s.perTaskOver() }), ""), "")
+			last := lastShort(rs)
 			add("short runs", "  all the step's writes per Task (by resource, last repeat)", spread3(sf(func(s *shortResult) float64 { return s.writes.total() / float64(s.tasks) }), "")+
-				" ("+lastShort(rs).writes.breakdown(float64(lastShort(rs).tasks))+")", "")
+				" ("+last.writes.breakdown(float64(last.tasks))+")", "")
 		}
 	}
 
