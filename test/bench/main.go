@@ -68,6 +68,10 @@ type options struct {
 	// (oracle.go), started by the benchmark itself.
 	oracle   oracleArgs
 	cronRuns map[string]bool
+	// scaleSteps: which steps of the scale scenario run (all by default;
+	// a subset for experiments: the report leaves out the rows of the
+	// others).
+	scaleSteps map[string]bool
 
 	root, managerBin string
 	serverVersion    string
@@ -141,8 +145,9 @@ func parseOptions() (*options, error) {
 	flag.BoolVar(&o.profile, "profile", false, "record CPU profiles of the operator during burst and cron fire (heap profiles are always kept)")
 	flag.BoolVar(&o.keep, "keep", false, "leave the last cluster running (for a look around)")
 	flag.StringVar(&o.auditPolicy, "audit-policy", "hack/bench-audit-policy.yaml", "audit policy handed to hack/local-cluster.sh as LOCAL_CLUSTER_AUDIT_POLICY; writes are counted from the audit log when the cluster writes one")
-	var opArgs, cronRuns string
+	var opArgs, cronRuns, scaleSteps string
 	flag.StringVar(&cronRuns, "cron-runs", "operator-equal,cronjob,operator-default,oracle", "which cron runs to make (a subset, for experiments)")
+	flag.StringVar(&scaleSteps, "scale-steps", strings.Join(allScaleSteps, ","), "which steps of the scale scenario to run (a subset, for experiments)")
 	flag.BoolVar(&o.finalizerPolicy, "finalizer-policy", true, "install the MutatingAdmissionPolicy that adds the operator's finalizer at creation (config/samples/policies/add-finalizer.yaml; the Helm chart's default on Kubernetes 1.36+); false: the operator patches each new Task for it, as with install.yaml alone")
 	var mode string
 	var oracleSlot int64
@@ -165,6 +170,14 @@ func parseOptions() (*options, error) {
 	o.cronRuns = map[string]bool{}
 	for _, r := range strings.Split(cronRuns, ",") {
 		o.cronRuns[strings.TrimSpace(r)] = true
+	}
+	o.scaleSteps = map[string]bool{}
+	for _, st := range strings.Split(scaleSteps, ",") {
+		st = strings.TrimSpace(st)
+		if !contains(allScaleSteps, st) {
+			return nil, fmt.Errorf("unknown scale step %q (have %s)", st, strings.Join(allScaleSteps, ", "))
+		}
+		o.scaleSteps[st] = true
 	}
 	if o.repeat == 0 {
 		o.repeat = 1

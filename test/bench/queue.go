@@ -3,8 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,6 +229,9 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		}
 	}
 	tasks, jobs := tr.snapshot()
+	if err := writeQueueTimes(filepath.Join(o.workDir, "logs", label+".jobs.tsv"), start, tasks, jobs); err != nil {
+		o.logf("  %s: %v", label, err) // evidence for a look, not a figure: the run goes on
+	}
 	res.maxActive, res.admit = activeAndAdmission(jobs, res.parallel)
 	res.inversions = inversions(tasks, jobs, inversionGrace, func(ex string) { o.logf("  inversion: %s", ex) })
 	res.inversionsNear = inversions(tasks, jobs, inversionGrace/10, nil)
@@ -309,4 +318,26 @@ func inversions(tasks map[string]taskTrack, jobs map[string]jobTrack, grace time
 		}
 	}
 	return count
+}
+
+// writeQueueTimes saves, per Job of a queue run, when the benchmark saw
+// its Task first waiting, the queue's record list it, the Job and its
+// completion (seconds from the first create; empty: never seen), so a
+// latency's tail can be followed to the attempts that make it.
+func writeQueueTimes(path string, start time.Time, tasks map[string]taskTrack, jobs map[string]jobTrack) error {
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return strconv.FormatFloat(t.Sub(start).Seconds(), 'f', 3, 64)
+	}
+	names := slices.Sorted(maps.Keys(jobs))
+	var b strings.Builder
+	b.WriteString("job\ttask\tpriority\tqueued\tadmitted\tseen\tcomplete\n")
+	for _, name := range names {
+		j := jobs[name]
+		t := tasks[j.task]
+		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", name, j.task, t.priority, at(t.queued), at(j.admitted), at(j.seen), at(j.complete))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -38,6 +38,16 @@ import (
 //     size) and of the stored record.
 //  5. One metrics scrape with 2N Tasks: bytes and per-Task series.
 
+// The steps of the scale scenario (-scale-steps).
+const (
+	scaleStepBursts  = "bursts"
+	scaleStepRestart = "restart"
+	scaleStepQueues  = "queues"
+	scaleStepWide    = "wide"
+)
+
+var allScaleSteps = []string{scaleStepBursts, scaleStepRestart, scaleStepQueues, scaleStepWide}
+
 const (
 	// scaleShards: the one-shot and cron Tasks are spread over this many
 	// namespaces. In one namespace the Job controller (which looks through
@@ -113,9 +123,39 @@ func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error
 	res := &scaleResult{n: n}
 
 	// 1. Two one-shot bursts.
+	if o.scaleSteps[scaleStepBursts] {
+		if err := scaleBursts(ctx, o, cl, op, tr, res, rep); err != nil {
+			return nil, err
+		}
+	}
+	// 2. N cron Tasks, then a restart over all.
+	if o.scaleSteps[scaleStepRestart] {
+		if op, err = scaleRestart(ctx, o, cl, op, tr, res, rep); err != nil {
+			return nil, err
+		}
+	}
+	// 3. Short and long lines in a queue of 100, and the un-queued loop.
+	if o.scaleSteps[scaleStepQueues] {
+		if err := scaleQueues(ctx, o, cl, op, res, rep); err != nil {
+			return nil, err
+		}
+	}
+	// 4. The wide queue's admission write.
+	if o.scaleSteps[scaleStepWide] {
+		if res.wideWrite, res.wideStored, err = wideAdmission(ctx, o, cl); err != nil {
+			return nil, err
+		}
+	}
+	o.logf("scale: %s", res.summary())
+	return res, nil
+}
+
+// scaleBursts is step 1: N/10 one-shot Tasks, then the other 9N/10.
+func scaleBursts(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, res *scaleResult, rep int) error {
+	n := o.n
 	mem, err := measureMemory(ctx, o, op, tr, fmt.Sprintf("scale-%d-0", rep), 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	total := 0
 	for _, add := range []int{max(n/10, 1), n - max(n/10, 1)} {
@@ -124,52 +164,51 @@ func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error
 		}
 		ph, next, err := scaleBurst(ctx, o, cl, op, tr, total, add, mem, fmt.Sprintf("scale-%d-%d", rep, total+add))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.phases = append(res.phases, ph)
 		total += add
 		mem = next
 	}
+	return nil
+}
 
-	// 2. N cron Tasks, then a restart over all.
+// scaleRestart is step 2: N cron Tasks not due, one metrics scrape, then
+// the operator restarted over every Task; it returns the new operator.
+func scaleRestart(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, res *scaleResult, rep int) (*operator, error) {
+	n := o.n
 	schedule := fmt.Sprintf("%d %d * * *", time.Now().UTC().Minute(), (time.Now().UTC().Hour()+12)%24)
 	if _, _, err := createAll(ctx, cl.c, n, o.workers, func(i int) client.Object {
 		return cronTask(scaleNamespaceOf(i), fmt.Sprintf("cron-%05d", i), schedule)
 	}); err != nil {
-		return nil, err
+		return op, err
 	}
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d cron Tasks scheduled", n), o.timeout(2*time.Minute), func(_, _, scheduled, _, _ int) bool { return scheduled >= n }); err != nil {
-		return nil, err
+		return op, err
 	}
+	var err error
 	if res.scrape, err = measureMemory(ctx, o, op, tr, fmt.Sprintf("scale-%d-cron", rep), 2*n); err != nil {
-		return nil, err
+		return op, err
 	}
-	res.restartTasks = 2 * n
-	if op, err = restartOver(ctx, o, cl, op, res, fmt.Sprintf("scale-%d-restart", rep)); err != nil {
-		return nil, err
-	}
+	tasks, _, _, _, _ := tr.counts()
+	res.restartTasks = tasks
+	return restartOver(ctx, o, cl, op, res, fmt.Sprintf("scale-%d-restart", rep))
+}
 
-	// 3. Short and long lines in a queue of 100, and the un-queued loop.
-	par := scaleQueueParallel
+// scaleQueues is step 3: the un-queued closed loop, then the short and
+// the long line in a queue of scaleQueueParallel.
+func scaleQueues(ctx context.Context, o *options, cl *cluster, op *operator, res *scaleResult, rep int) error {
+	n, par := o.n, scaleQueueParallel
 	free, err := runUnqueued(ctx, o, cl, "bench-scale-free", min(scaleFreeAttempts, n), par)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.small = &queueResult{parallel: par, n: min(scaleSmallQueue, n), unqueued: free}
 	if err := runQueued(ctx, o, cl, op, "bench-scale-q-short", res.small, fmt.Sprintf("scale-%d-q-short", rep)); err != nil {
-		return nil, err
+		return err
 	}
 	res.big = &queueResult{parallel: par, n: n, unqueued: free, until: min(scaleLongQueueMeasured, n)}
-	if err := runQueued(ctx, o, cl, op, "bench-scale-q-long", res.big, fmt.Sprintf("scale-%d-q-long", rep)); err != nil {
-		return nil, err
-	}
-
-	// 4. The wide queue's admission write.
-	if res.wideWrite, res.wideStored, err = wideAdmission(ctx, o, cl); err != nil {
-		return nil, err
-	}
-	o.logf("scale: %s", res.summary())
-	return res, nil
+	return runQueued(ctx, o, cl, op, "bench-scale-q-long", res.big, fmt.Sprintf("scale-%d-q-long", rep))
 }
 
 // scaleNamespaces are the namespaces of the one-shot and cron Tasks.
@@ -409,11 +448,13 @@ func (rs *results) renderScale(add func(scen, metric, value, target string)) {
 			add(scen, "  the next / the first (target <= 1.1: the same within 10%)", spread(grow, "x"), atMost(grow, 1.1))
 		}
 	}
-	first := sf(func(r *scaleResult) float64 { return r.restartFirstPass })
-	add(scen, fmt.Sprintf("restart over %d finished and cron Tasks: process start to one pass over all", last.restartTasks), spread(first, "s"), atMost(first, 60))
-	w := sf(func(r *scaleResult) float64 { return r.restartWrites.total() })
-	add(scen, "  operator writes in the restart window, events excluded", spread(w, "")+" ("+last.restartWrites.breakdown(1)+")", "0: "+verdict(w, func(x float64) bool { return x == 0 }))
-	add(scen, "  operator reads in the restart window (last repeat)", breakdown(last.restartWrites.reads, 1), "")
+	if last.restartTasks > 0 {
+		first := sf(func(r *scaleResult) float64 { return r.restartFirstPass })
+		add(scen, fmt.Sprintf("restart over %d finished and cron Tasks: process start to one pass over all", last.restartTasks), spread(first, "s"), atMost(first, 60))
+		w := sf(func(r *scaleResult) float64 { return r.restartWrites.total() })
+		add(scen, "  operator writes in the restart window, events excluded", spread(w, "")+" ("+last.restartWrites.breakdown(1)+")", "0: "+verdict(w, func(x float64) bool { return x == 0 }))
+		add(scen, "  operator reads in the restart window (last repeat)", breakdown(last.restartWrites.reads, 1), "")
+	}
 	if last.small != nil && last.big != nil {
 		pass := sf(func(r *scaleResult) float64 { return ratio(r.big.pass.mean, r.small.pass.mean) })
 		add(scen, fmt.Sprintf("queue of maxRunning %d: mean pass with %d->%d waiting / with %d->%d", last.big.parallel, last.big.waitingFrom, last.big.waitingTo, last.small.waitingFrom, last.small.waitingTo),
@@ -443,9 +484,13 @@ func (rs *results) renderScale(add func(scen, metric, value, target string)) {
 		most := sf(func(r *scaleResult) float64 { return float64(r.big.maxActive) })
 		add(scen, "  most attempts active at once", spread(most, ""), atMost(most, float64(last.big.parallel)))
 	}
-	wide := sf(func(r *scaleResult) float64 { return r.wideWrite })
-	add(scen, fmt.Sprintf("queue of maxRunning %d, full: bytes of the admission write", scaleWideCap), spread(wide, "B"), atMost(wide, 10240))
-	add(scen, "  the stored record", spread(sf(func(r *scaleResult) float64 { return r.wideStored }), "B"), "")
-	add(scen, fmt.Sprintf("one metrics scrape with %d Tasks: size / per-Task series", last.scrape.tasks),
-		spread(sf(func(r *scaleResult) float64 { return r.scrape.scrape / 1024 }), "KiB")+" / "+spread(sf(func(r *scaleResult) float64 { return r.scrape.taskSeries }), ""), "")
+	if last.wideStored > 0 {
+		wide := sf(func(r *scaleResult) float64 { return r.wideWrite })
+		add(scen, fmt.Sprintf("queue of maxRunning %d, full: bytes of the admission write", scaleWideCap), spread(wide, "B"), atMost(wide, 10240))
+		add(scen, "  the stored record", spread(sf(func(r *scaleResult) float64 { return r.wideStored }), "B"), "")
+	}
+	if last.restartTasks > 0 {
+		add(scen, fmt.Sprintf("one metrics scrape with %d Tasks: size / per-Task series", last.scrape.tasks),
+			spread(sf(func(r *scaleResult) float64 { return r.scrape.scrape / 1024 }), "KiB")+" / "+spread(sf(func(r *scaleResult) float64 { return r.scrape.taskSeries }), ""), "")
+	}
 }
