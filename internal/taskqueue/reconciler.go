@@ -97,6 +97,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		base := *tq
 		base.Status = old
 		if err := r.Client.Status().Patch(ctx, tq, recordPatch(&base, st)); err != nil {
+			if r.lostRace(ctx, &base, err) {
+				err = apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("taskqueues").GroupResource(), tq.Name, err)
+			}
 			return guards.OnConflict(ctx, fmt.Errorf("writing the admission record: %w", err))
 		}
 		r.Shortcuts.RememberRecord(tq)

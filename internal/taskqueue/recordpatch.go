@@ -1,11 +1,13 @@
 package taskqueue
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,8 +22,10 @@ import (
 //
 // The first operation sets metadata.resourceVersion to the one the pass
 // read: the API server then refuses the write with a conflict if the queue
-// changed since, exactly as an optimistic-lock merge patch is refused, and
-// the positions in the patch are always those of the stored list.
+// changed since, exactly as an optimistic-lock merge patch is refused (or
+// as Invalid when an operation misses its position in the newer list
+// first: lostRace tells that refusal from a wrong patch), and the
+// positions in a patch that applies are always those of the stored list.
 //
 // A status never written (a new queue) has no fields to patch into: that
 // first write, and any write whose status object may be missing, is a
@@ -45,6 +49,26 @@ func recordPatch(base *v1alpha1.TaskQueue, st *v1alpha1.TaskQueueStatus) ctrl.Pa
 	set("/status/conditions", !equality.Semantic.DeepEqual(old.Conditions, st.Conditions), st.Conditions)
 	data, _ := json.Marshal(ops) // strings, numbers and conditions: cannot fail
 	return ctrl.RawPatch(types.JSONPatchType, data)
+}
+
+// lostRace reports whether err, the refusal of a record write built on
+// base, is a lost optimistic-lock race. The API server applies a JSON
+// patch before it checks the lock: on a base older than the stored queue
+// an operation can miss its position (a removal past the end of a list
+// that has since shrunk), and the answer is 422 Invalid, not 409 Conflict.
+// The stored queue, read at the API server, tells the two apart: when its
+// resourceVersion is no longer the base's, the pass lost a race and runs
+// again from the winner's record like any other conflict; otherwise the
+// refusal is what it says (the patch is wrong) and stays an error.
+func (r *Reconciler) lostRace(ctx context.Context, base *v1alpha1.TaskQueue, err error) bool {
+	if !apierrors.IsInvalid(err) {
+		return false
+	}
+	stored := &v1alpha1.TaskQueue{}
+	if r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(base), stored) != nil {
+		return false
+	}
+	return stored.ResourceVersion != base.ResourceVersion
 }
 
 type jsonOp struct {
