@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +15,7 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/index"
+	"github.com/taskops/task-operator/internal/waitline"
 )
 
 // wakeQueue puts the Task in its queue's line as its status write left it
@@ -30,7 +33,13 @@ func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus
 // attempt it just admitted (their Job is created next), and, when the
 // queue appears, goes or is suspended or resumed, every Task naming it
 // (their status says so).
-type queueToTasks struct{ c client.Reader }
+type queueToTasks struct {
+	c client.Reader
+	// lines are the queues' lines in memory (internal/waitline): with the
+	// speed shortcuts on they hold a Task as its status write returned,
+	// before this cache shows it.
+	lines *waitline.Lines
+}
 
 func (h queueToTasks) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.all(ctx, e.Object, q)
@@ -46,21 +55,40 @@ func (h queueToTasks) Update(ctx context.Context, e event.UpdateEvent, q workque
 		if _, was := slices.BinarySearch(o.Status.Admitted, name); was {
 			continue
 		}
-		var list v1alpha1.TaskList
-		err := h.c.List(ctx, &list, client.InNamespace(n.Namespace), client.MatchingFields{index.QueuedJob: name}, client.UnsafeDisableDeepCopy)
-		if err != nil || len(list.Items) == 0 {
-			// The queue admitted from a Task this cache does not show
-			// waiting for that name yet (its status write is still on
-			// its way): without the speed shortcuts' wake-up nothing
-			// else would take that Task again, so take every Task of
-			// the queue (a rare, bounded cost).
+		if !h.wakeAdmitted(ctx, n, name, q) {
+			// Nothing here knows the attempt: the Task that waits for it
+			// is on its way to this cache (its status write is not seen
+			// yet). Without the speed shortcuts' hand-over nothing else
+			// would take that Task again, so take every Task of the
+			// queue (rare: bounded by the queue's Tasks).
 			h.all(ctx, n, q)
 			return
 		}
+	}
+}
+
+// wakeAdmitted enqueues, at AdmitPriority, the Task waiting for the
+// attempt the queue tq just admitted as Job name, and reports whether it
+// knows where that attempt stands: a Task waits for it (in the queue's
+// line in memory, or by this cache's index), or its Job exists (it
+// started: nobody to wake). Under a burst the Task that was admitted has
+// often started its Job and left the line before this event arrives;
+// taking every Task of a queue of thousands for it cost thousands of
+// passes that decide nothing (docs/performance.md, "The long line's
+// tail, followed").
+func (h queueToTasks) wakeAdmitted(ctx context.Context, tq *v1alpha1.TaskQueue, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) bool {
+	if task, ok := h.lines.Waiter(tq.Namespace, tq.Name, name); ok {
+		fastpath.AddAdmitted(q, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: tq.Namespace, Name: task}})
+		return true
+	}
+	var list v1alpha1.TaskList
+	if err := h.c.List(ctx, &list, client.InNamespace(tq.Namespace), client.MatchingFields{index.QueuedJob: name}, client.UnsafeDisableDeepCopy); err == nil && len(list.Items) > 0 {
 		for i := range list.Items {
 			fastpath.AddAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
+		return true
 	}
+	return h.c.Get(ctx, client.ObjectKey{Namespace: tq.Namespace, Name: name}, &batchv1.Job{}) == nil
 }
 
 func (h queueToTasks) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -31,7 +31,7 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		// As Owns(&batchv1.Job{}) would, at a lower priority (internal/fastpath).
 		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}, builder.WithPredicates(jobChanged)).
 		// An admission starts work: the default priority (queuewatch.go).
-		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache()}).
+		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache(), lines: r.Lines}).
 		// An edited holiday list (calendarwatch.go): metadata only.
 		WatchesMetadata(&corev1.ConfigMap{}, configMapToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)

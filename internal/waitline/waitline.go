@@ -151,6 +151,22 @@ func (l *Lines) take(p placed) {
 	}
 }
 
+// Waiter is the Task that waits in namespace's queue for the attempt
+// whose Job is job, if the line holds one.
+func (l *Lines) Waiter(namespace, queue, job string) (task string, ok bool) {
+	if l == nil {
+		return "", false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ln := l.queues[queueKey{namespace, queue}]
+	if ln == nil {
+		return "", false
+	}
+	w, ok := ln.jobs[job]
+	return w.Task, ok
+}
+
 // Line is a queue's line as it is now, for one pass: a copy-on-write
 // snapshot (O(1) to take), so events that change the line meanwhile do
 // not change what the pass decides from. Waits answers only about the
