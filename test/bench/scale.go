@@ -394,12 +394,18 @@ func wideAdmission(ctx context.Context, o *options, cl *cluster) (write, stored 
 }
 
 func (r *scaleResult) summary() string {
-	s := fmt.Sprintf("N=%d; restart over %d Tasks: first pass %.1f s, %.0f writes", r.n, r.restartTasks, r.restartFirstPass, r.restartWrites.total())
+	s := fmt.Sprintf("N=%d", r.n)
+	if r.restartTasks > 0 {
+		s += fmt.Sprintf("; restart over %d Tasks: first pass %.1f s, %.0f writes", r.restartTasks, r.restartFirstPass, r.restartWrites.total())
+	}
 	if r.small != nil && r.big != nil {
 		s += fmt.Sprintf("; queue pass mean %.1f ms with %d->%d waiting vs %.1f ms with %d->%d (%.2fx)",
 			r.big.pass.mean*1000, r.big.waitingFrom, r.big.waitingTo, r.small.pass.mean*1000, r.small.waitingFrom, r.small.waitingTo, ratio(r.big.pass.mean, r.small.pass.mean))
 	}
-	return s + fmt.Sprintf("; wide queue admission write %.0f bytes (stored %.0f)", r.wideWrite, r.wideStored)
+	if r.wideStored > 0 {
+		s += fmt.Sprintf("; wide queue admission write %.0f bytes (stored %.0f)", r.wideWrite, r.wideStored)
+	}
+	return s
 }
 
 // renderScale adds the scale scenario's rows.
