@@ -82,6 +82,11 @@ type Input struct {
 	Jobs map[string]JobState
 	// Line is the attempts the queue's Tasks wait to start.
 	Line Line
+	// WaitsUnseen are attempts of the record that a Task waits for
+	// although Line does not show it (the line is this process's view of
+	// the Tasks, which can be older than the record another replica
+	// wrote): held like those in line.
+	WaitsUnseen map[string]bool
 	// Exists, when set, reports whether a Job of the given name exists
 	// although Jobs does not hold it (a finished one). A waiting attempt
 	// whose Job exists is not admitted: the Task's status that lists it
@@ -126,7 +131,7 @@ func Decide(in Input) Decision {
 	for _, name := range in.Admitted {
 		job, exists := in.Jobs[name]
 		switch {
-		case exists && !job.Finished, !exists && in.Line.Has(name):
+		case exists && !job.Finished, !exists && (in.Line.Has(name) || in.WaitsUnseen[name]):
 			held[name] = true
 		default:
 			d.Released = append(d.Released, name)

@@ -63,6 +63,12 @@ func TestDecide(t *testing.T) {
 			wantAdmitted: []string{"b-job"}, wantAdmit: []string{"b"}, wantReleased: []string{"gone-job"},
 		},
 		{
+			name: "a listed attempt with no Job whose Task this line does not show but the API server does (a record newer than the line) keeps its place",
+			in: Input{MaxRunning: 1, Admitted: []string{"a-job"}, Jobs: map[string]JobState{},
+				Line: LineOf(wait("b", 0, 1)), WaitsUnseen: map[string]bool{"a-job": true}},
+			wantAdmitted: []string{"a-job"}, wantLine: []string{"b"},
+		},
+		{
 			name: "lowering maxRunning stops nothing and admits nothing until fewer run",
 			in: Input{MaxRunning: 1, Admitted: []string{"a-job", "b-job", "c-job"},
 				Jobs: map[string]JobState{"a-job": active, "b-job": active, "c-job": finished},

@@ -130,3 +130,37 @@ func labelSafe(name string) string {
 	}
 	return strings.Trim(b.String(), "-")
 }
+
+// TaskOf reads a Job name Name made back into the name of its Task, for
+// a Task whose whole name fits (the hash part has uidHashLength digits):
+// everything before the hash, the run id and the attempt. ok is false for
+// a name made from a cut Task name, which cannot be read back. The answer
+// is a name to look a Task up by; Owns tells whether the Task found under
+// it is the one (a Task re-created under the same name is not).
+func TaskOf(jobName string) (task string, ok bool) {
+	parts := strings.Split(jobName, "-")
+	if len(parts) < 4 || len(parts[len(parts)-3]) != uidHashLength {
+		return "", false
+	}
+	return strings.Join(parts[:len(parts)-3], "-"), true
+}
+
+// Owns reports whether jobName is the name of one of task's Jobs: the name
+// Name (or LegacyName) gives it for the run id and attempt jobName ends
+// with.
+func Owns(task *v1alpha1.Task, jobName string) bool {
+	parts := strings.Split(jobName, "-")
+	if len(parts) < 3 {
+		return false
+	}
+	attempt, err := strconv.ParseInt(parts[len(parts)-1], 10, 32)
+	if err != nil {
+		return false
+	}
+	for _, name := range Names(task, parts[len(parts)-2], int32(attempt)) {
+		if name == jobName {
+			return true
+		}
+	}
+	return false
+}

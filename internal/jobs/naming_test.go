@@ -165,3 +165,38 @@ func TestNamesIncludeTheLegacyNameOnlyWhenItDiffers(t *testing.T) {
 		t.Errorf("names of a cut task %v", got)
 	}
 }
+
+// A Job name reads back into its Task's name when the whole name is in
+// it, and Owns tells a Task's own Jobs from those of a Task re-created
+// under the same name or of another Task.
+func TestAJobNameLeadsBackToItsTask(t *testing.T) {
+	task := newTask(withName("nightly-report"))
+	recreated := newTask(withName("nightly-report"), withUID("6f1c1d2e-0000-4000-8000-000000000002"))
+	cut := newTask(withName(name63))
+	tests := []struct {
+		name     string
+		job      string
+		wantTask string // "": cannot be read back
+		owner    *v1alpha1.Task
+		owns     bool
+	}{
+		{"a whole name reads back, dashes and all", Name(task, "s1767225600", 2), "nightly-report", task, true},
+		{"a run-now run's Job too", Name(task, "m0123456789", 1), "nightly-report", task, true},
+		{"a Task re-created under the name does not own its predecessor's Job", Name(task, "0", 1), "nightly-report", recreated, false},
+		{"a cut name cannot be read back; its Task owns it", Name(cut, "0", 1), "", cut, true},
+		{"a cut Task's legacy name reads back as its cut part only; the Task owns it", LegacyName(cut, "0", 3), strings.TrimSuffix(LegacyName(cut, "0", 3), "-"+uidHash(cut)+"-0-3"), cut, true},
+		{"another Task's Job is not this one's", Name(newTask(withName("other")), "0", 1), "other", task, false},
+		{"a name that is not a Job name", "nightly", "", task, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := TaskOf(tt.job)
+			if want := tt.wantTask != ""; ok != want || got != tt.wantTask {
+				t.Errorf("TaskOf(%q) = %q, %v; want %q, %v", tt.job, got, ok, tt.wantTask, want)
+			}
+			if o := Owns(tt.owner, tt.job); o != tt.owns {
+				t.Errorf("Owns(%s, %q) = %v, want %v", tt.owner.Name, tt.job, o, tt.owns)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -9,15 +10,18 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/taskqueue"
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/internal/waitline"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -419,4 +423,60 @@ func TestARunNowOnASuspendedQueuedTaskRuns(t *testing.T) {
 	if job.Labels[v1alpha1.LabelRun] != runs.RunNowID("ci-7") {
 		t.Fatalf("Job %s is of run %s, want the run-now run", job.Name, job.Labels[v1alpha1.LabelRun])
 	}
+}
+
+// A record can be newer than a replica's view of the Tasks (another
+// replica admitted from a line this one has not seen yet): an admitted
+// attempt with no Job whose Task this line does not show, but the API
+// server does, keeps its place; once its Task stops waiting at the API
+// server, the place goes to the head of the line. (Found as a record of 4
+// places in a queue of 3 by the racing-reconcilers test.)
+func TestAnAdmittedAttemptWhoseTaskTheLineDoesNotShowYetKeepsItsPlace(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "team", 1)
+	must(t, k8s.Create(ctx, q))
+	queueFor := func(name string) (*v1alpha1.Task, string) {
+		task := newTask(ns, name, manual, testutil.Queue("team"))
+		must(t, k8s.Create(ctx, task))
+		stored := getTask(t, task)
+		job := jobs.Name(stored, runs.OneShot, 1)
+		stored.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: runs.OneShot, Attempt: 1, JobName: job, Since: metav1.NewMicroTime(fakeClock.Now())}}
+		must(t, k8s.Status().Update(ctx, stored))
+		return stored, job
+	}
+	admitted, jobA := queueFor("a")
+	_, jobB := queueFor("b")
+	// The record lists a's attempt (another replica admitted it).
+	eventually(t, "the record lists a's attempt", func() (bool, string) {
+		stored := getQueue(t, q)
+		stored.Status.Admitted, stored.Status.Running, stored.Status.ObservedGeneration = []string{jobA}, 1, stored.Generation
+		err := k8s.Status().Update(ctx, stored)
+		return err == nil, errString(err)
+	})
+	cached := &v1alpha1.TaskQueue{}
+	waitManualCache(t, "the record", client.ObjectKeyFromObject(q), cached, func() bool { return slices.Equal(cached.Status.Admitted, []string{jobA}) })
+
+	// This replica's line shows b waiting, not a.
+	lines := waitline.New()
+	lines.Put(getTask(t, &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}}))
+	queues := &taskqueue.Reconciler{Client: manualClient, APIReader: manualReader, Clock: fakeClock, Lines: lines}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)}
+	eventually(t, "a queue pass", func() (bool, string) {
+		_, err := queues.Reconcile(ctx, req)
+		return err == nil, errString(err)
+	})
+	if got := getQueue(t, q).Status.Admitted; !slices.Equal(got, []string{jobA}) {
+		t.Fatalf("the record after the pass: %v, want a's place kept %v", got, []string{jobA})
+	}
+
+	// a gives its attempt up (at the API server only: the line still
+	// does not show a): the place goes to b.
+	admitted = getTask(t, admitted)
+	admitted.Status.Queued = nil
+	must(t, k8s.Status().Update(ctx, admitted))
+	eventually(t, "b admitted in a's place", func() (bool, string) {
+		_, err := queues.Reconcile(ctx, req)
+		got := getQueue(t, q).Status.Admitted
+		return slices.Equal(got, []string{jobB}), fmt.Sprintf("record %v, pass error %s", got, errString(err))
+	})
 }

@@ -128,11 +128,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // the cache (a finished Job: its place frees), else, unless a Task waits
 // for it, at the API server before it is released: the cache may not show
 // a Job just created yet, and releasing its place would let the cap be
-// exceeded.
+// exceeded. For the same reason "no Task waits for it" is the API
+// server's word too (waitsAtServer), not only the line's.
 func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admission.Input, error) {
 	in := admission.Input{
 		MaxRunning: tq.Spec.MaxRunning, Suspended: ptr.Deref(tq.Spec.Suspend, false),
-		Admitted: tq.Status.Admitted, Jobs: map[string]admission.JobState{},
+		Admitted: tq.Status.Admitted, Jobs: map[string]admission.JobState{}, WaitsUnseen: map[string]bool{},
 	}
 	var jobList batchv1.JobList
 	if err := r.Client.List(ctx, &jobList, ctrl.InNamespace(tq.Namespace), ctrl.MatchingFields{index.QueuePlaces: tq.Name}, ctrl.UnsafeDisableDeepCopy); err != nil {
@@ -161,6 +162,13 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 		}
 		switch {
 		case apierrors.IsNotFound(err):
+			waits, err := r.waitsAtServer(ctx, tq, name)
+			if err != nil {
+				return in, fmt.Errorf("looking for the Task waiting for admitted Job %s: %w", name, err)
+			}
+			if waits {
+				in.WaitsUnseen[name] = true
+			}
 		case err != nil:
 			return in, fmt.Errorf("reading admitted Job %s: %w", name, err)
 		case index.TaskControlled(job):

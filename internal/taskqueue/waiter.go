@@ -1,0 +1,74 @@
+package taskqueue
+
+import (
+	"context"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/admission"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/waitline"
+)
+
+// waitsAtServer reports whether a Task waits, as the API server has it, for
+// the admitted attempt whose Job is name, when neither the cache nor the
+// API server has that Job and the line in memory has no Task waiting for
+// it.
+//
+// The line is this process's view of the Tasks, and it can be older than
+// the record: a record written by another replica (an old leader next to a
+// new one, a process that started after the admission) lists attempts
+// whose Task status this cache has not shown yet. Releasing such a place
+// would give it to the next attempt while the admitted Task creates its
+// Job: one attempt more than maxRunning (the racing-reconcilers test found
+// it). So a place is released for "no Task waits for it" only on the API
+// server's word.
+//
+// The Job name leads to its Task (jobs.TaskOf), one read; a Task whose name
+// was cut in its Job names cannot be found that way, and then the
+// namespace's Tasks are listed, a page at a time. Either read happens once
+// per place given up without a Job (a Task deleted, cancelled, suspended or
+// moved while admitted), never per pass.
+func (r *Reconciler) waitsAtServer(ctx context.Context, tq *v1alpha1.TaskQueue, name string) (bool, error) {
+	namespace := tq.Namespace
+	if taskName, ok := jobs.TaskOf(name); ok {
+		task := &v1alpha1.Task{}
+		err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: taskName}, task)
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil // deleted: nobody waits
+		case err != nil:
+			return false, err
+		case !jobs.Owns(task, name):
+			return false, nil // re-created under the name: a new Task waits for its own Jobs
+		}
+		return waitsFor(task, tq.Name, name), nil
+	}
+	opts := []ctrl.ListOption{ctrl.InNamespace(namespace), ctrl.Limit(500)}
+	for {
+		list := &v1alpha1.TaskList{}
+		if err := r.APIReader.List(ctx, list, opts...); err != nil {
+			return false, err
+		}
+		for i := range list.Items {
+			if waitsFor(&list.Items[i], tq.Name, name) {
+				return true, nil
+			}
+		}
+		if list.Continue == "" {
+			return false, nil
+		}
+		opts = []ctrl.ListOption{ctrl.InNamespace(namespace), ctrl.Limit(500), ctrl.Continue(list.Continue)}
+	}
+}
+
+// waitsFor reports whether task waits in queue for the attempt whose Job
+// is name, by the line's own rule (waitline.WaitsOf: not while it is
+// deleted, only run-now runs while it is suspended).
+func waitsFor(task *v1alpha1.Task, queue, name string) bool {
+	return task.Spec.QueueName == queue &&
+		slices.ContainsFunc(waitline.WaitsOf(task), func(w admission.Waiting) bool { return w.JobName == name })
+}
