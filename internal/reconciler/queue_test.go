@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -479,4 +480,66 @@ func TestAnAdmittedAttemptWhoseTaskTheLineDoesNotShowYetKeepsItsPlace(t *testing
 		got := getQueue(t, q).Status.Admitted
 		return slices.Equal(got, []string{jobB}), fmt.Sprintf("record %v, pass error %s", got, errString(err))
 	})
+}
+
+// staleJobs is a cache that shows Jobs as they were: its Job lists answer
+// jobs, whatever they ask.
+type staleJobs struct {
+	client.Client
+	jobs []batchv1.Job
+}
+
+func (s staleJobs) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*batchv1.JobList); ok {
+		l.Items = slices.Clone(s.jobs)
+		return nil
+	}
+	return s.Client.List(ctx, list, opts...)
+}
+
+// A Job the record does not list is adopted only while it holds a place at
+// the API server: a cache that still shows it running after it finished
+// (and its place was given on) does not put one place too many in the
+// record.
+func TestAFinishedJobAStaleCacheShowsRunningIsNotAdopted(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "team", 1)
+	must(t, k8s.Create(ctx, q))
+	owner := newTask(ns, "moved-in", manual)
+	must(t, k8s.Create(ctx, owner))
+	owner = getTask(t, owner)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobs.Name(owner, runs.OneShot, 1), Labels: map[string]string{v1alpha1.LabelQueue: "team"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Task", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "run", Image: "busybox:1.37"}}}}},
+	}
+	must(t, k8s.Create(ctx, job))
+	running := getJob(t, job).DeepCopy() // what the stale cache keeps showing
+	must(t, testutil.CompleteJob(ctx, k8s, getJob(t, job), fakeClock.Now()))
+
+	waiting := newTask(ns, "next", manual, testutil.Queue("team"))
+	must(t, k8s.Create(ctx, waiting))
+	waiting = getTask(t, waiting)
+	next := jobs.Name(waiting, runs.OneShot, 1)
+	waiting.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: runs.OneShot, Attempt: 1, JobName: next, Since: metav1.NewMicroTime(fakeClock.Now())}}
+	must(t, k8s.Status().Update(ctx, waiting))
+	lines := waitline.New()
+	lines.Put(getTask(t, waiting))
+	// The record as the operator's own passes leave it (they may adopt the
+	// Job while it runs, then release it).
+	waitQueue(t, q, "the record empty", func(tq *v1alpha1.TaskQueue) bool { return tq.Status.ObservedGeneration > 0 && len(tq.Status.Admitted) == 0 })
+	cached := &v1alpha1.TaskQueue{}
+	waitManualCache(t, "the empty record", client.ObjectKeyFromObject(q), cached, func() bool {
+		return cached.Status.ObservedGeneration > 0 && len(cached.Status.Admitted) == 0
+	})
+
+	queues := &taskqueue.Reconciler{Client: staleJobs{manualClient, []batchv1.Job{*running}}, APIReader: manualReader, Clock: fakeClock, Lines: lines}
+	eventually(t, "a queue pass", func() (bool, string) {
+		_, err := queues.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(q)})
+		return err == nil, errString(err)
+	})
+	if got := getQueue(t, q).Status.Admitted; !slices.Equal(got, []string{next}) {
+		t.Fatalf("the record after the pass: %v, want the waiting attempt admitted %v", got, []string{next})
+	}
 }

@@ -140,9 +140,23 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 		return in, fmt.Errorf("listing the queue's Jobs: %w", err)
 	}
 	ask := slices.Clone(tq.Status.Admitted)
+	listed := make(map[string]bool, len(tq.Status.Admitted))
+	for _, name := range tq.Status.Admitted {
+		listed[name] = true
+	}
 	for i := range jobList.Items {
-		in.Jobs[jobList.Items[i].Name] = admission.JobState{}
-		ask = append(ask, jobList.Items[i].Name)
+		job := &jobList.Items[i]
+		state, exists := admission.JobState{}, true
+		if !listed[job.Name] {
+			var err error
+			if state, exists, err = r.unlistedJob(ctx, job); err != nil {
+				return in, err
+			}
+		}
+		if exists {
+			in.Jobs[job.Name] = state
+		}
+		ask = append(ask, job.Name)
 	}
 	in.Line = r.Lines.Line(tq.Namespace, tq.Name, ask)
 	looked := map[string]bool{}
@@ -180,6 +194,27 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 		return r.Client.Get(ctx, ctrl.ObjectKey{Namespace: tq.Namespace, Name: name}, job) == nil && index.TaskControlled(job)
 	}
 	return in, nil
+}
+
+// unlistedJob is the state of a Job that holds a place by this cache but
+// that the record does not list, as the API server has it (exists false:
+// gone). A pass adopts such a Job (a Task moved into the queue while
+// running), which takes a place even above the cap, so it must still hold
+// one: this cache can show a Job active that has finished since and whose
+// place another replica, or this one from a newer record, already gave to
+// the next attempt, and adopting it would list one place too many until
+// the cache catches up. One read per such Job and pass: Jobs the queue
+// admitted come here only while this cache's record is older than its
+// Jobs, and such a pass's write is refused anyway.
+func (r *Reconciler) unlistedJob(ctx context.Context, job *batchv1.Job) (state admission.JobState, exists bool, err error) {
+	live := &batchv1.Job{}
+	switch err := r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), live); {
+	case apierrors.IsNotFound(err):
+		return admission.JobState{}, false, nil
+	case err != nil:
+		return admission.JobState{}, false, fmt.Errorf("reading Job %s: %w", job.Name, err)
+	}
+	return admission.JobState{Finished: !index.TaskControlled(live) || !runs.HoldsPlace(live)}, true, nil
 }
 
 // setQueueReady sets the queue's Ready condition: True while it admits.
