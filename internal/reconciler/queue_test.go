@@ -528,7 +528,9 @@ func TestAFinishedJobAStaleCacheShowsRunningIsNotAdopted(t *testing.T) {
 	lines.Put(getTask(t, waiting))
 	// The record as the operator's own passes leave it (they may adopt the
 	// Job while it runs, then release it).
-	waitQueue(t, q, "the record empty", func(tq *v1alpha1.TaskQueue) bool { return tq.Status.ObservedGeneration > 0 && len(tq.Status.Admitted) == 0 })
+	waitQueue(t, q, "the record empty", func(tq *v1alpha1.TaskQueue) bool {
+		return tq.Status.ObservedGeneration > 0 && len(tq.Status.Admitted) == 0
+	})
 	cached := &v1alpha1.TaskQueue{}
 	waitManualCache(t, "the empty record", client.ObjectKeyFromObject(q), cached, func() bool {
 		return cached.Status.ObservedGeneration > 0 && len(cached.Status.Admitted) == 0
