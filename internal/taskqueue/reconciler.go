@@ -1,8 +1,10 @@
 // Package taskqueue is the TaskQueue controller: it keeps each queue's
 // admission record (internal/admission decides who is admitted) and its
 // Ready condition. reconciler.go is the pass (observe, decide, one status
-// write, hand the admitted Tasks over); setup.go its watches, which also
-// keep the queues' lines in memory (internal/waitline). The Task
+// write, hand the admitted Tasks over); confirm.go what a pass checks at
+// the API server before it gives a place away or takes one the record does
+// not give; recordpatch.go the record's write; setup.go its watches, which
+// also keep the queues' lines in memory (internal/waitline). The Task
 // controller (internal/reconciler) reads the record and starts the
 // admitted attempts; internal/operator wires the two.
 package taskqueue
@@ -194,27 +196,6 @@ func (r *Reconciler) observe(ctx context.Context, tq *v1alpha1.TaskQueue) (admis
 		return r.Client.Get(ctx, ctrl.ObjectKey{Namespace: tq.Namespace, Name: name}, job) == nil && index.TaskControlled(job)
 	}
 	return in, nil
-}
-
-// unlistedJob is the state of a Job that holds a place by this cache but
-// that the record does not list, as the API server has it (exists false:
-// gone). A pass adopts such a Job (a Task moved into the queue while
-// running), which takes a place even above the cap, so it must still hold
-// one: this cache can show a Job active that has finished since and whose
-// place another replica, or this one from a newer record, already gave to
-// the next attempt, and adopting it would list one place too many until
-// the cache catches up. One read per such Job and pass: Jobs the queue
-// admitted come here only while this cache's record is older than its
-// Jobs, and such a pass's write is refused anyway.
-func (r *Reconciler) unlistedJob(ctx context.Context, job *batchv1.Job) (state admission.JobState, exists bool, err error) {
-	live := &batchv1.Job{}
-	switch err := r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), live); {
-	case apierrors.IsNotFound(err):
-		return admission.JobState{}, false, nil
-	case err != nil:
-		return admission.JobState{}, false, fmt.Errorf("reading Job %s: %w", job.Name, err)
-	}
-	return admission.JobState{Finished: !index.TaskControlled(live) || !runs.HoldsPlace(live)}, true, nil
 }
 
 // setQueueReady sets the queue's Ready condition: True while it admits.

@@ -1,15 +1,23 @@
 package taskqueue
 
+// What a pass confirms at the API server before it gives a place away or
+// takes one the record does not give: its cache, and the line in memory
+// filled from it, can be older than the record another replica wrote.
+
 import (
 	"context"
+	"fmt"
 	"slices"
 
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/admission"
+	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/waitline"
 )
 
@@ -71,4 +79,25 @@ func (r *Reconciler) waitsAtServer(ctx context.Context, tq *v1alpha1.TaskQueue, 
 func waitsFor(task *v1alpha1.Task, queue, name string) bool {
 	return task.Spec.QueueName == queue &&
 		slices.ContainsFunc(waitline.WaitsOf(task), func(w admission.Waiting) bool { return w.JobName == name })
+}
+
+// unlistedJob is the state of a Job that holds a place by this cache but
+// that the record does not list, as the API server has it (exists false:
+// gone). A pass adopts such a Job (a Task moved into the queue while
+// running), which takes a place even above the cap, so it must still hold
+// one: this cache can show a Job active that has finished since and whose
+// place another replica, or this one from a newer record, already gave to
+// the next attempt, and adopting it would list one place too many until
+// the cache catches up. One read per such Job and pass: Jobs the queue
+// admitted come here only while this cache's record is older than its
+// Jobs, and such a pass's write is refused anyway.
+func (r *Reconciler) unlistedJob(ctx context.Context, job *batchv1.Job) (state admission.JobState, exists bool, err error) {
+	live := &batchv1.Job{}
+	switch err := r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), live); {
+	case apierrors.IsNotFound(err):
+		return admission.JobState{}, false, nil
+	case err != nil:
+		return admission.JobState{}, false, fmt.Errorf("reading Job %s: %w", job.Name, err)
+	}
+	return admission.JobState{Finished: !index.TaskControlled(live) || !runs.HoldsPlace(live)}, true, nil
 }
