@@ -9,6 +9,7 @@ package jobs
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -157,10 +158,5 @@ func Owns(task *v1alpha1.Task, jobName string) bool {
 	if err != nil {
 		return false
 	}
-	for _, name := range Names(task, parts[len(parts)-2], int32(attempt)) {
-		if name == jobName {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(Names(task, parts[len(parts)-2], int32(attempt)), jobName)
 }

@@ -433,6 +433,14 @@ func TestARunNowOnASuspendedQueuedTaskRuns(t *testing.T) {
 // server, the place goes to the head of the line. (Found as a record of 4
 // places in a queue of 3 by the racing-reconcilers test.)
 func TestAnAdmittedAttemptWhoseTaskTheLineDoesNotShowYetKeepsItsPlace(t *testing.T) {
+	// A Task whose whole name is in its Job names is read by that name;
+	// one whose name is cut there is found by listing the namespace.
+	for _, name := range []string{"a", "ci-build-pipeline-for-the-billing-service-run-000000000012"} {
+		t.Run(name, func(t *testing.T) { admittedAttemptKeepsItsPlace(t, name) })
+	}
+}
+
+func admittedAttemptKeepsItsPlace(t *testing.T, first string) {
 	ns := newNamespace(t)
 	q := testutil.NewTaskQueue(ns, "team", 1)
 	must(t, k8s.Create(ctx, q))
@@ -445,7 +453,7 @@ func TestAnAdmittedAttemptWhoseTaskTheLineDoesNotShowYetKeepsItsPlace(t *testing
 		must(t, k8s.Status().Update(ctx, stored))
 		return stored, job
 	}
-	admitted, jobA := queueFor("a")
+	admitted, jobA := queueFor(first)
 	_, jobB := queueFor("b")
 	// The record lists a's attempt (another replica admitted it).
 	eventually(t, "the record lists a's attempt", func() (bool, string) {

@@ -41,10 +41,9 @@ import (
 // per place given up without a Job (a Task deleted, cancelled, suspended or
 // moved while admitted), never per pass.
 func (r *Reconciler) waitsAtServer(ctx context.Context, tq *v1alpha1.TaskQueue, name string) (bool, error) {
-	namespace := tq.Namespace
 	if taskName, ok := jobs.TaskOf(name); ok {
 		task := &v1alpha1.Task{}
-		err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: namespace, Name: taskName}, task)
+		err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: tq.Namespace, Name: taskName}, task)
 		switch {
 		case apierrors.IsNotFound(err):
 			return false, nil // deleted: nobody waits
@@ -55,21 +54,17 @@ func (r *Reconciler) waitsAtServer(ctx context.Context, tq *v1alpha1.TaskQueue, 
 		}
 		return waitsFor(task, tq.Name, name), nil
 	}
-	opts := []ctrl.ListOption{ctrl.InNamespace(namespace), ctrl.Limit(500)}
-	for {
+	for page := ""; ; {
 		list := &v1alpha1.TaskList{}
-		if err := r.APIReader.List(ctx, list, opts...); err != nil {
+		if err := r.APIReader.List(ctx, list, ctrl.InNamespace(tq.Namespace), ctrl.Limit(500), ctrl.Continue(page)); err != nil {
 			return false, err
 		}
-		for i := range list.Items {
-			if waitsFor(&list.Items[i], tq.Name, name) {
-				return true, nil
-			}
+		if slices.ContainsFunc(list.Items, func(t v1alpha1.Task) bool { return waitsFor(&t, tq.Name, name) }) {
+			return true, nil
 		}
-		if list.Continue == "" {
+		if page = list.Continue; page == "" {
 			return false, nil
 		}
-		opts = []ctrl.ListOption{ctrl.InNamespace(namespace), ctrl.Limit(500), ctrl.Continue(list.Continue)}
 	}
 }
 
