@@ -115,6 +115,13 @@ test-integration: vet lint verify-generated ## Unit and integration tests agains
 test-no-shortcuts: ## The reconciler's envtest suite and the reconcile fuzz seeds with every speed shortcut off (--fast-path=false): a failure here is a correctness bug.
 	TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./internal/reconciler/ ./test/fuzz/ -count=1
 
+STRESS_N ?= 10
+STRESS_HOGS ?= 2
+
+.PHONY: test-stress
+test-stress: ## The envtest suites STRESS_N times (default 10) with STRESS_HOGS busy loops (default 2), then once with -race; reports each failure by test name (not in `make test`).
+	STRESS_N=$(STRESS_N) STRESS_HOGS=$(STRESS_HOGS) hack/stress.sh
+
 .PHONY: build
 build: ## Build the manager, the task runner and the kubectl plugin into bin/.
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(LOCALBIN)/manager ./cmd/manager

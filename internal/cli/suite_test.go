@@ -139,7 +139,7 @@ func (i *invocation) wait(t *testing.T) int {
 	select {
 	case <-i.done:
 		return i.code
-	case <-time.After(testWait):
+	case <-time.After(testutil.Timeout(testWait)):
 		t.Fatalf("kubectl task %v did not end within %s\nstdout:\n%s\nstderr:\n%s", i.args, testWait, i.stdout, i.stderr)
 		return -1
 	}

@@ -69,7 +69,7 @@ func TestWatchTaskResumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(testWait):
+	case <-time.After(testutil.Timeout(testWait)):
 		t.Fatal("watchTask did not return after the Task succeeded")
 	}
 }

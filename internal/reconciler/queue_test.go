@@ -157,17 +157,27 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 	ns := newNamespace(t)
 	jobs := harness.RecordJobs(t, watchClient(t), ns)
 	q := testutil.NewTaskQueue(ns, "team", 3)
+	// All five join the line before anything is admitted. A queue admits
+	// only what is in its line, and each Task joins it with its first
+	// pass: Tasks created at once join in whatever order their first
+	// passes end, so which three run first would be up to chance
+	// (docs/queues.md, "Order and starvation").
+	q.Spec.Suspend = ptr.To(true)
 	must(t, k8s.Create(ctx, q))
 	var tasks []*v1alpha1.Task
 	for i := range 5 {
 		task := newTask(ns, fmt.Sprintf("t%d", i), testutil.Queue("team"))
 		must(t, k8s.Create(ctx, task))
+		waitTask(t, task, "in line behind the suspended queue", queuedAs(v1alpha1.ReasonQueueSuspended))
 		tasks = append(tasks, task)
 		fakeClock.Step(time.Second)
 	}
+	resumed := getQueue(t, q)
+	resumed.Spec.Suspend = nil
+	must(t, k8s.Update(ctx, resumed))
 	waitQueue(t, q, "3 running, 2 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Running == 3 && q.Status.Queued == 2 })
 	for _, task := range tasks[:3] {
-		waitJobs(t, task, 1) // a place is held from admission; its Job follows
+		waitJobsAtOnce(t, task, 1) // a place is held from admission; its Job follows on that event
 	}
 
 	lowered := getQueue(t, q)
@@ -190,10 +200,72 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 	raised := getQueue(t, q)
 	raised.Spec.MaxRunning = 3
 	must(t, k8s.Update(ctx, raised))
-	waitJobs(t, tasks[3], 1)
-	waitJobs(t, tasks[4], 1)
+	waitJobsAtOnce(t, tasks[3], 1)
+	waitJobsAtOnce(t, tasks[4], 1)
 	if m := jobs.MaxActive(); m > 3 {
 		t.Fatalf("%d attempts active at once", m)
+	}
+}
+
+// staleTask is a cache whose Task is behind the API server: Get answers
+// the Task as it was, whatever the API server holds now.
+type staleTask struct {
+	client.Client
+	task *v1alpha1.Task
+}
+
+func (s staleTask) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if t, ok := obj.(*v1alpha1.Task); ok && key == client.ObjectKeyFromObject(s.task) {
+		s.task.DeepCopyInto(t)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+// An admission wakes its Task through the TaskQueue's event (or, with the
+// speed shortcuts, directly), and that Task's cache can be behind: the
+// pass may read the Task as it was before its status put it in line.
+// Whatever the order in which the two caches learn of the line and the
+// admission, the pass that the admission brings creates the Job: a Task's
+// attempts have deterministic Job names, so the older Task plans the same
+// attempt, and the record admits it by that name. Nothing waits for a
+// recheck.
+func TestAnAdmittedTaskReadFromABehindCacheStartsInThePassTheAdmissionBrings(t *testing.T) {
+	ns := newNamespace(t)
+	q := testutil.NewTaskQueue(ns, "team", 1)
+	must(t, k8s.Create(ctx, q))
+	task := newTask(ns, "a", manual, testutil.Queue("team"))
+	must(t, k8s.Create(ctx, task))
+	before := getTask(t, task) // as the cache may still show it: not yet in line
+	job := jobs.Name(before, runs.OneShot, 1)
+
+	// Its first pass put it in line, and the queue admitted it.
+	inLine := before.DeepCopy()
+	inLine.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: runs.OneShot, Attempt: 1, JobName: job, Since: metav1.NewMicroTime(fakeClock.Now())}}
+	must(t, k8s.Status().Update(ctx, inLine))
+	eventually(t, "the record lists a's attempt", func() (bool, string) {
+		stored := getQueue(t, q)
+		stored.Status.Admitted, stored.Status.Running, stored.Status.ObservedGeneration = []string{job}, 1, stored.Generation
+		err := k8s.Status().Update(ctx, stored)
+		return err == nil, errString(err)
+	})
+	cached := &v1alpha1.TaskQueue{}
+	waitManualCache(t, "the record", client.ObjectKeyFromObject(q), cached, func() bool { return slices.Equal(cached.Status.Admitted, []string{job}) })
+
+	// The pass the admission brings reads the Task from before the line.
+	r := manualReconciler(staleTask{Client: manualClient, task: before})
+	// (Its status write is refused, the stored Task being newer: a quiet
+	// requeue, as for any conflict.)
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)}); err != nil {
+		t.Fatalf("the pass: %v", err)
+	}
+	js := jobsOf(t, task)
+	if len(js) != 1 || js[0].Name != job {
+		var names []string
+		for _, j := range js {
+			names = append(names, j.Name)
+		}
+		t.Fatalf("after the pass the admission brought, Jobs %v; want the admitted attempt's %s", names, job)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -55,6 +57,11 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
+	// TEST_MANAGER_LOG=1 prints the manager's log, every pass included:
+	// what a failed wait needs to be understood.
+	if os.Getenv("TEST_MANAGER_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(-5))))
+	}
 	cfg, c, stop, err := testutil.StartAPIServer()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -231,6 +238,18 @@ func waitJobs(t *testing.T, task *v1alpha1.Task, n int) []batchv1.Job {
 	t.Helper()
 	var js []batchv1.Job
 	eventually(t, fmt.Sprintf("%d Job(s) of %s", n, task.Name), func() (bool, string) {
+		js = jobsOf(t, task)
+		return len(js) == n, fmt.Sprintf("%d Jobs", len(js))
+	})
+	return js
+}
+
+// waitJobsAtOnce is waitJobs for what the operator promises to do on the
+// event itself (testutil.AtOnce): a bound that a wait for a recheck fails.
+func waitJobsAtOnce(t *testing.T, task *v1alpha1.Task, n int) []batchv1.Job {
+	t.Helper()
+	var js []batchv1.Job
+	testutil.Promptly(t, testutil.AtOnce, 50*time.Millisecond, fmt.Sprintf("%d Job(s) of %s", n, task.Name), func(context.Context) (bool, string) {
 		js = jobsOf(t, task)
 		return len(js) == n, fmt.Sprintf("%d Jobs", len(js))
 	})

@@ -9,8 +9,10 @@
 //     as Kueue-style wrappers) and a Task's kstatus verdict;
 //   - warnings.go: the API server's warnings, collected; manifests.go:
 //     multi-document YAML manifests as objects;
-//   - poll.go: the one Eventually (a condition polled until a deadline)
-//     and the one NewNamespace every suite uses.
+//   - poll.go: the one Eventually (a condition polled until a deadline),
+//     Promptly for a latency promise, and the one NewNamespace every
+//     suite uses; timeouts.go: how long a test waits, scaled for the
+//     machine in one place (TEST_TIMEOUT_SCALE), and the AtOnce promise.
 //
 // The end-to-end suites add test/harness on top (the local cluster, the
 // manager as a process, observers).

@@ -13,11 +13,24 @@ import (
 )
 
 // Eventually polls cond every interval until it reports done, and fails
-// the test at the deadline with what cond last said. Each try gets a
-// context of its own (10 s). It returns how long it took. Every suite's
-// waiting goes through it: a condition with a deadline, never a sleep
-// standing in for one.
+// the test with what cond last said when timeout, scaled for the machine
+// (Timeout), has passed. Each try gets a context of its own (10 s). It
+// returns how long it took. Every suite's waiting goes through it (or
+// Promptly): a condition with a deadline, never a sleep standing in for
+// one.
 func Eventually(t testing.TB, timeout, interval time.Duration, what string, cond func(ctx context.Context) (done bool, detail string)) time.Duration {
+	t.Helper()
+	return poll(t, Timeout(timeout), interval, what, cond)
+}
+
+// Promptly is Eventually for a latency promise: bound is not scaled
+// (AtOnce says why), and the failure says which promise was broken.
+func Promptly(t testing.TB, bound, interval time.Duration, what string, cond func(ctx context.Context) (done bool, detail string)) time.Duration {
+	t.Helper()
+	return poll(t, bound, interval, what+" (a promise: acted on at once, not on a later recheck)", cond)
+}
+
+func poll(t testing.TB, timeout, interval time.Duration, what string, cond func(ctx context.Context) (done bool, detail string)) time.Duration {
 	t.Helper()
 	start := time.Now()
 	deadline := start.Add(timeout)

@@ -57,7 +57,7 @@ func TestASkipDateFromAConfigMapHoldsTheScheduleUntilTheLineGoes(t *testing.T) {
 // pollUntil polls ok every second until it holds or the deadline passes.
 func pollUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(d))
 	defer cancel()
 	for !ok() {
 		select {

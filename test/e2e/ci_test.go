@@ -70,7 +70,7 @@ spec:
   maxRetry: 2
 `, ns, plainSleep)
 	must(t, os.WriteFile(file, []byte(manifest), 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(2*time.Minute))
 	defer cancel()
 	var out strings.Builder
 	cmd := exec.CommandContext(ctx, env.plugin, "run", "-f", file, "--wait", "--timeout", "5m", "--kubeconfig", env.cluster.Kubeconfig)
@@ -148,7 +148,7 @@ func TestThePluginTriggersCancelsAndExplainsAttempts(t *testing.T) {
 	}
 
 	// trigger --wait on a run that fails: exit 1 and where to look.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(2*time.Minute))
 	defer cancel()
 	trigger := exec.CommandContext(ctx, env.plugin, "trigger", "flaky", "-n", ns, "--wait", "--timeout", "90s", "--kubeconfig", env.cluster.Kubeconfig)
 	out, err := trigger.CombinedOutput()
@@ -233,7 +233,7 @@ func TestRunWaitOutputJSONPipesTheFinishedTask(t *testing.T) {
 	}{{"echo built", "Succeeded", 0}, {"echo broken; exit 3", "Failed", 1}} {
 		file := filepath.Join(t.TempDir(), "task.yaml")
 		must(t, os.WriteFile(file, []byte(fmt.Sprintf("apiVersion: batch.taskops.io/v1alpha1\nkind: Task\nmetadata:\n  generateName: ci-json-\n  namespace: %s\nspec:\n  type: shell\n  shell: %q\n", ns, c.shell)), 0o644))
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(3*time.Minute))
 		var stdout, stderr strings.Builder
 		cmd := exec.CommandContext(ctx, env.plugin, "run", "-f", file, "--wait", "--timeout", "2m", "-o", "json", "--kubeconfig", env.cluster.Kubeconfig)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -188,7 +188,7 @@ func leaderPod(t *testing.T, pods []corev1.Pod) corev1.Pod {
 // use it): the operator's namespace and its cluster-wide RBAC. It waits for
 // the manager pods to be gone, so no two operators ever act at once.
 func undeploy(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(90*time.Second))
 	defer cancel()
 	for _, args := range [][]string{
 		{"delete", "namespace", deployNamespace, "--ignore-not-found", "--wait=false"},

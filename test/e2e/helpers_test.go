@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -79,7 +80,7 @@ func operatorNote() string {
 }
 
 func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(d))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -88,7 +89,7 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 // the cluster and fails the test when it fails.
 func kubectlTask(t testing.TB, timeout time.Duration, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(timeout))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.plugin, append(args, "--kubeconfig", env.cluster.Kubeconfig)...)
 	out, err := cmd.CombinedOutput()
@@ -109,7 +110,7 @@ func keysOf(m map[string]bool) []string {
 // kubectl runs the project's kubectl and fails the test when it fails.
 func kubectl(t testing.TB, timeout time.Duration, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(timeout))
 	defer cancel()
 	out, err := env.runKubectl(ctx, args...)
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 // output) and its exit code; stderr goes to the test log.
 func pluginStdout(t *testing.T, timeout time.Duration, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(timeout))
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, env.plugin, append(args, "--kubeconfig", env.cluster.Kubeconfig)...)

@@ -320,7 +320,7 @@ func tasksJobs(jobs []batchv1.Job, task string) []batchv1.Job {
 // sh runs a shell command with extra environment (KEY=VALUE, or empty).
 func sh(t *testing.T, timeout time.Duration, envVar, script string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(timeout))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 	cmd.Env = os.Environ()

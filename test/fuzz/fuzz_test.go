@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/taskops/task-operator/internal/testutil"
 )
 
 // FuzzTaskAdmission: server-side dry-run of the Task; for an accepted one,
@@ -40,7 +42,7 @@ func FuzzTaskAdmission(f *testing.F) {
 		}.normalize()
 		hs := need(t)
 		defer noPanic(t)
-		ctx, cancel := context.WithTimeout(hs.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(hs.ctx, testutil.Timeout(30*time.Second))
 		defer cancel()
 		c := &check{t: t, in: in}
 		defer c.timed(time.Now())
@@ -75,7 +77,7 @@ func FuzzReconcile(f *testing.F) {
 		}.normalize()
 		hs := need(t)
 		defer noPanic(t)
-		ctx, cancel := context.WithTimeout(hs.ctx, 60*time.Second)
+		ctx, cancel := context.WithTimeout(hs.ctx, testutil.Timeout(60*time.Second))
 		defer cancel()
 		c := &check{t: t, in: in}
 		defer c.timed(time.Now())

@@ -232,7 +232,7 @@ func (d *driver) syncCache() {
 	if err != nil {
 		d.c.t.Fatalf("reading the Task and its Jobs: %v", err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(testutil.Timeout(15 * time.Second))
 	for {
 		got, err := d.state(d.hs.mgrClient)
 		if err == nil && got == want {
@@ -453,7 +453,7 @@ func (d *driver) checkEvents() {
 // left is removed by force so the next input starts clean.
 func (d *driver) cleanup() {
 	c, k8s := d.c, d.hs.k8s
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(30*time.Second))
 	defer cancel()
 	d.ctx = ctx
 	task := &v1alpha1.Task{}
@@ -508,7 +508,7 @@ func (d *driver) syncCacheSoft() {
 	if err != nil {
 		return
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(testutil.Timeout(15 * time.Second))
 	for time.Now().Before(deadline) {
 		if got, err := d.state(d.hs.mgrClient); err == nil && got == want {
 			return

@@ -69,7 +69,7 @@ func setupManager(t *testing.T) *managerSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(3*time.Minute))
 	t.Cleanup(cancel)
 
 	// Everything but the Deployment and the Service, for real.
@@ -335,7 +335,7 @@ func (r *replica) stop(grace time.Duration) error {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testutil.Timeout(timeout))
 	for !ok() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)

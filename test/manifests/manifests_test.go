@@ -754,7 +754,7 @@ func TestApplyToAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(2*time.Minute))
 	defer cancel()
 
 	ns := find(objs, "Namespace", "", namespace)
@@ -835,7 +835,7 @@ func TestApplyToAPIServer(t *testing.T) {
 		}
 		// The RBAC authorizer sees new roles and bindings through informers:
 		// wait until every binding just created has reached it.
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testutil.Timeout(30 * time.Second))
 		for !(ask(allowed[0]) && ask(allowed[len(allowed)-1])) {
 			if time.Now().After(deadline) {
 				t.Fatal("the manager's RBAC never took effect")
