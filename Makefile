@@ -131,40 +131,40 @@ build: ## Build the manager, the task runner and the kubectl plugin into bin/.
 FUZZTIME ?= 30s
 
 .PHONY: fuzz
-fuzz: ## Fuzz Task admission and the reconciler against envtest, FUZZTIME per target (first run builds instrumented deps: minutes).
+fuzz: ## Fuzz Task admission and the reconciler against envtest, FUZZTIME per target (the first run builds instrumented dependencies).
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzTaskAdmission$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/fuzz/ -run '^$$' -fuzz '^FuzzReconcile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 
 .PHONY: test-reliability
-test-reliability: ## Reliability and security scenarios on a local control plane (~17 min).
+test-reliability: ## Reliability and security scenarios on a local control plane. Durations of every target: docs/development.md.
 	$(call suite-then-down,RELIABILITY,reliability,go test -tags reliability ./test/reliability/ -count=1 -timeout 60m -v)
 
 .PHONY: test-kueue
-test-kueue: ## Tasks queued by a real Kueue (v0.17.0, built from the Go module proxy on first use, ~3 min) on a local cluster with a kwok node (~2 min).
+test-kueue: ## Tasks queued by a real Kueue (v0.17.0, built from the Go module proxy on first use) on a local cluster with a kwok node.
 	$(call suite-then-down,KUEUE,kueue,go test -tags kueue ./test/kueue/ -count=1 -timeout 20m -v)
 
 .PHONY: test-multikueue
-test-multikueue: ## Tasks dispatched by Kueue's MultiKueue from a manager control plane to two worker control planes (kwok nodes, a Kueue in each; ~6 min).
+test-multikueue: ## Tasks dispatched by Kueue's MultiKueue from a manager control plane to two worker control planes (kwok nodes, a Kueue in each).
 	@set +e; go test -tags multikueue ./test/multikueue/ -count=1 -timeout 30m -v; rc=$$?; \
 	if [ $$rc -ne 0 ] && [ "$${MULTIKUEUE_KEEP_CLUSTER:-}" != 1 ]; then \
 	  for d in "" -worker-1 -worker-2; do hack/local-cluster.sh down --dir "$${MULTIKUEUE_CLUSTER_DIR:-tmp/multikueue-cluster}$$d" || true; done; \
 	fi; exit $$rc
 
 .PHONY: test-reliability-fast
-test-reliability-fast: ## The fast subset of the reliability scenarios (~4 min).
+test-reliability-fast: ## The fast subset of the reliability scenarios (CI runs it).
 	$(call suite-then-down,RELIABILITY,reliability,RELIABILITY_FAST=1 go test -tags reliability ./test/reliability/ -count=1 -timeout 20m -v)
 
 BENCH_N ?= 1000
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: quick, ~10 min; BENCH_ARGS= adds flags).
+bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: the quick variant CI runs; BENCH_ARGS= adds flags).
 	go run ./test/bench -n $(BENCH_N) -profile $(BENCH_ARGS)
 
 SCALE_N ?= 10000
 
 .PHONY: bench-scale
-bench-scale: ## The scale scenario: 10,000 Tasks through one operator, a restart over 20,000, a queue with 10,000 waiting (up to 30 min; not in CI; SCALE_N= to change).
+bench-scale: ## The scale scenario: 10,000 Tasks through one operator, a restart over 20,000, a queue with 10,000 waiting (not in CI; SCALE_N= to change).
 	go run ./test/bench -n $(SCALE_N) -scenarios scale -repeat 1 -profile -work-dir tmp/bench-scale $(BENCH_ARGS)
 
 ##@ Running
@@ -182,7 +182,7 @@ run: image ## Run the operator against the current kubeconfig's cluster, or a lo
 	hack/run.sh $(ARGS)
 
 .PHONY: demo
-demo: image ## Show the operator end to end on a throwaway local cluster with a real node (about a minute warm).
+demo: image ## Show the operator end to end on a throwaway local cluster with a real node.
 	$(node-deps-or-fallback)
 	hack/demo.sh
 
