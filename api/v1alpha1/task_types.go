@@ -1230,10 +1230,19 @@ type RunRecord struct {
 	Message string `json:"message,omitempty"`
 
 	// Notification says where the run's notification (spec.notify) stands:
-	// Pending while its notification Job runs, then Sent or Failed. Empty:
-	// no notification is due for the run.
+	// Pending from the run's end until it is sent (its Job may not exist
+	// yet: a create the API server refuses for a while is tried again),
+	// then Sent or Failed. Empty: no notification is due for the run.
 	// +optional
 	Notification NotificationState `json:"notification,omitempty"`
+
+	// NotificationJob names the run's notification Job once the operator
+	// created it. A Pending notification without it has no Job yet; one
+	// with it whose Job is gone was deleted before it finished, and is not
+	// sent again (never two Jobs for one run).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	NotificationJob string `json:"notificationJob,omitempty"`
 
 	// Params are the values the run started with (spec.params): a run-now
 	// run's from its batch.taskops.io/run-params annotation, defaults
@@ -1252,14 +1261,17 @@ type RunRecord struct {
 type NotificationState string
 
 const (
-	// NotificationPending: the notification Job was created and has not
-	// finished.
+	// NotificationPending: due and not yet sent: its Job runs, or is not
+	// created yet (the API server refused it for a reason that may pass,
+	// and the create is tried again until the notification deadline).
 	NotificationPending NotificationState = "Pending"
 	// NotificationSent: every webhook of the run's notification accepted
 	// it.
 	NotificationSent NotificationState = "Sent"
 	// NotificationFailed: a webhook refused it or could not be reached in
-	// 3 attempts (or the notification Job was deleted before it finished).
+	// 3 attempts, the API server refused its Job for a reason that will
+	// not pass (or for any reason until the deadline passed), or its Job
+	// was deleted before it finished.
 	NotificationFailed NotificationState = "Failed"
 )
 

@@ -34,6 +34,7 @@ import (
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/leader"
 	"github.com/taskops/task-operator/internal/metrics"
+	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/operator"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/version"
@@ -62,6 +63,7 @@ type options struct {
 	pprofAddr               string
 	leaderElect             bool
 	serviceAccountOptIn     bool
+	notificationDeadline    time.Duration
 	fastPath                bool
 	leaderElectionNamespace string
 	shellImage, runnerImage string
@@ -87,6 +89,7 @@ func parseFlags() options {
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	flag.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
 	flag.StringVar(&o.runnerImage, "runner-image", version.Image(), "image holding /task-runner, run by http Tasks; defaults to this build's own release image, pinned to its version (the shipped Deployment sets it to the image it runs)")
+	flag.DurationVar(&o.notificationDeadline, "notification-deadline", notify.DefaultDeadline, "how long after a run's end its notification Job may be refused by the API server for reasons that may pass (a webhook or the API server restarting, throttling) before the notification is Failed")
 	flag.BoolVar(&o.serviceAccountOptIn, "service-accounts-opt-in", false, "refuse (InvalidSpec) Tasks that name spec.serviceAccountName unless their Namespace has the annotation batch.taskops.io/allow-service-accounts=true")
 	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "Tasks reconciled in parallel (each pass mostly waits on the API server, so many are cheap)")
 	flag.Float64Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, shared by all resource types; 0 means no client-side limit (API Priority and Fairness protects the server)")
@@ -234,8 +237,9 @@ func run(o options) error {
 		Jobs:      jobs.Options{ShellImage: o.shellImage, RunnerImage: o.runnerImage},
 		Logs:      reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
 
-		ServiceAccountOptIn: o.serviceAccountOptIn,
-		Shortcuts:           fastpath.New(o.fastPath),
+		ServiceAccountOptIn:  o.serviceAccountOptIn,
+		NotificationDeadline: o.notificationDeadline,
+		Shortcuts:            fastpath.New(o.fastPath),
 	}
 	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
 		r.Lease = lease

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"slices"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -55,17 +56,15 @@ func Targets(entries []v1alpha1.Notification, ev v1alpha1.NotifyOn) []int {
 }
 
 // Due are the runs whose notification Job a pass creates: those the new
-// status marks Pending that the stored status did not. A pass whose
-// status write is lost marks them again, and the Job's deterministic name
-// turns the second create into AlreadyExists: one Job per run outcome.
-func Due(old, updated []v1alpha1.RunRecord) []v1alpha1.RunRecord {
-	was := map[string]v1alpha1.NotificationState{}
-	for _, r := range old {
-		was[r.RunID] = r.Notification
-	}
+// status (updated) marks Pending that have no Job yet, neither seen
+// (jobs) nor recorded (NotificationJob). A create the API server refused
+// for a reason that may pass leaves a run Pending, and the next pass makes
+// it due again; a create after a lost status write finds the Job
+// (AlreadyExists, taken as created). One Job per run outcome.
+func Due(updated []v1alpha1.RunRecord, jobs map[string]Job) []v1alpha1.RunRecord {
 	var out []v1alpha1.RunRecord
 	for _, r := range updated {
-		if r.Notification == v1alpha1.NotificationPending && was[r.RunID] == "" {
+		if _, seen := jobs[r.RunID]; r.Notification == v1alpha1.NotificationPending && r.NotificationJob == "" && !seen {
 			out = append(out, r)
 		}
 	}
@@ -82,17 +81,49 @@ type Order struct {
 }
 
 // Orders are the notifications a new history (updated) of task makes due
-// over the stored one (old; Due), each ready for its Job: what the run
-// tells (Recovered is judged against the run before it in the new
+// (Due, given the notification Jobs seen), each ready for its Job: what
+// the run tells (Recovered is judged against the run before it in the new
 // history) and to whom.
-func Orders(task *v1alpha1.Task, old, updated []v1alpha1.RunRecord) []Order {
+func Orders(task *v1alpha1.Task, updated []v1alpha1.RunRecord, jobs map[string]Job) []Order {
 	var out []Order
-	for _, rec := range Due(old, updated) {
+	for _, rec := range Due(updated, jobs) {
 		i := slices.IndexFunc(updated, func(r v1alpha1.RunRecord) bool { return r.RunID == rec.RunID })
 		ev, _ := Event(rec, Previous(updated, i))
 		out = append(out, Order{RunID: rec.RunID, Document: NewDocument(task, rec, ev), Targets: Targets(task.Spec.Notify, ev)})
 	}
 	return out
+}
+
+// Try is what one pass's create of a run's notification Job came to: the
+// Job (created, or found to be this run's), or why the API server refused
+// it and whether that refusal will pass (Final: it will not).
+type Try struct {
+	Job     string
+	Refusal string
+	Final   bool
+}
+
+// DefaultDeadline is how long after a run's end its notification may
+// wait for its Job to be created (the manager's --notification-deadline):
+// past it, a create the API server still refuses fails the notification.
+const DefaultDeadline = 10 * time.Minute
+
+// PastDeadline reports whether the notification of rec may no longer
+// wait for its Job at now.
+func PastDeadline(rec v1alpha1.RunRecord, now time.Time, deadline time.Duration) bool {
+	return rec.CompletionTime != nil && !now.Before(rec.CompletionTime.Add(deadline))
+}
+
+// RetryAfter is how long after a create refused for a reason that may
+// pass the next one is tried: a quarter of the time since the run ended,
+// at least 1 s and at most 30 s. Nothing is stored: the run's end is the
+// one clock, so a restarted operator keeps the same pace.
+func RetryAfter(rec v1alpha1.RunRecord, now time.Time) time.Duration {
+	var since time.Duration
+	if rec.CompletionTime != nil {
+		since = now.Sub(rec.CompletionTime.Time)
+	}
+	return min(max(since/4, time.Second), 30*time.Second)
 }
 
 // Job is what a notification Job of a Task says: the run it tells about

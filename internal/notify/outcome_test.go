@@ -2,6 +2,7 @@ package notify
 
 import (
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -55,18 +56,44 @@ func TestAnEntryListingSucceededHearsOfARecoveryAndOneListingRecoveredOnlyOfThat
 	}
 }
 
-func TestANotificationIsDueOnlyInTheStatusThatFirstMarksItPending(t *testing.T) {
+func TestANotificationIsDueWhilePendingWithoutAJob(t *testing.T) {
 	pending := v1alpha1.RunRecord{RunID: "s2", Result: v1alpha1.RunResultFailed, Notification: v1alpha1.NotificationPending}
-	if got := Due(nil, []v1alpha1.RunRecord{pending}); len(got) != 1 {
-		t.Fatalf("newly pending: Due = %v, want s2", got)
+	if got := Due([]v1alpha1.RunRecord{pending}, nil); len(got) != 1 {
+		t.Fatalf("pending, no Job: Due = %v, want s2", got)
 	}
-	if got := Due([]v1alpha1.RunRecord{pending}, []v1alpha1.RunRecord{pending}); len(got) != 0 {
-		t.Fatalf("already pending in the stored status: Due = %v, want none", got)
+	if got := Due([]v1alpha1.RunRecord{pending}, map[string]Job{"s2": {Name: "j", RunID: "s2"}}); len(got) != 0 {
+		t.Fatalf("pending, its Job seen: Due = %v, want none", got)
+	}
+	recorded := pending
+	recorded.NotificationJob = "j"
+	if got := Due([]v1alpha1.RunRecord{recorded}, nil); len(got) != 0 {
+		t.Fatalf("pending, its Job recorded (and gone: deleted): Due = %v, want none", got)
 	}
 	sent := pending
 	sent.Notification = v1alpha1.NotificationSent
-	if got := Due([]v1alpha1.RunRecord{sent}, []v1alpha1.RunRecord{sent}); len(got) != 0 {
+	if got := Due([]v1alpha1.RunRecord{sent}, nil); len(got) != 0 {
 		t.Fatalf("sent: Due = %v, want none", got)
+	}
+}
+
+// A refused create is tried again at a pace set by the time since the
+// run ended (nothing stored), between 1 s and 30 s, until the deadline.
+func TestARefusedNotificationIsTriedAgainAtAPaceAndUntilADeadline(t *testing.T) {
+	end := metav1.NewTime(time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC))
+	rec := v1alpha1.RunRecord{RunID: "0", CompletionTime: &end}
+	for _, tc := range []struct {
+		since time.Duration
+		want  time.Duration
+	}{{0, time.Second}, {2 * time.Second, time.Second}, {20 * time.Second, 5 * time.Second}, {10 * time.Minute, 30 * time.Second}} {
+		if got := RetryAfter(rec, end.Add(tc.since)); got != tc.want {
+			t.Errorf("%s after the end: RetryAfter = %s, want %s", tc.since, got, tc.want)
+		}
+	}
+	if PastDeadline(rec, end.Add(DefaultDeadline-time.Second), DefaultDeadline) || !PastDeadline(rec, end.Add(DefaultDeadline), DefaultDeadline) {
+		t.Error("the deadline is the run's end plus DefaultDeadline, inclusive")
+	}
+	if PastDeadline(v1alpha1.RunRecord{RunID: "0"}, end.Time, time.Second) {
+		t.Error("a run with no end time is never past its deadline")
 	}
 }
 
@@ -116,10 +143,9 @@ func TestOrdersAreTheDueRunsWithTheirDocumentAndTargets(t *testing.T) {
 	failed.Notification = v1alpha1.NotificationSent
 	ok := rec("s2", v1alpha1.RunResultSucceeded)
 	ok.Notification = v1alpha1.NotificationPending
-	old := []v1alpha1.RunRecord{failed}
 	updated := []v1alpha1.RunRecord{ok, failed} // newest first
 
-	got := Orders(task, old, updated)
+	got := Orders(task, updated, nil)
 	if len(got) != 1 {
 		t.Fatalf("%d orders, want one (s2; s1 was decided before)", len(got))
 	}
@@ -130,7 +156,7 @@ func TestOrdersAreTheDueRunsWithTheirDocumentAndTargets(t *testing.T) {
 	if want := []int{1, 2}; len(o.Targets) != 2 || o.Targets[0] != want[0] || o.Targets[1] != want[1] {
 		t.Errorf("targets %v, want %v (the Recovered entry and the Succeeded one)", o.Targets, want)
 	}
-	if again := Orders(task, updated, updated); len(again) != 0 {
-		t.Errorf("a status that already recorded the order gives %v, want none", again)
+	if again := Orders(task, updated, map[string]Job{"s2": {Name: "n-s2", RunID: "s2"}}); len(again) != 0 {
+		t.Errorf("with the Job of the order seen: %v, want none", again)
 	}
 }

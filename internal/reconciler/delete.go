@@ -32,9 +32,12 @@ const notificationWait = jobs.NotificationDeadline + 30*time.Second
 // Task go. Attempt Jobs are deleted at once (propagationPolicy Background,
 // so their pods follow without the finalizer waiting on them); a
 // notification Job that has not finished is left to send, up to
-// notificationWait after the delete, and its end brings the next pass. In
-// a namespace being deleted nothing waits: the namespace controller removes
-// the Jobs anyway, so the finalizer never blocks the namespace.
+// notificationWait after the delete, and its end brings the next pass. A
+// notification due but without its Job yet (the API server refused it for
+// a while) is created now and waited for likewise, or tried again until
+// its deadline (notifyOnDelete). In a namespace being deleted nothing
+// waits: the namespace controller removes the Jobs anyway, so the
+// finalizer never blocks the namespace.
 func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Task) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(task, v1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
@@ -47,7 +50,12 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 	terminating := r.namespaceTerminating(ctx, task.Namespace)
 	sending := unsentNotifications(task, jobList)
 	waitUntil := task.DeletionTimestamp.Add(notificationWait)
-	wait := len(sending) > 0 && !terminating && now.Before(waitUntil)
+	var againAt time.Time
+	if !terminating {
+		created, at := r.notifyOnDelete(ctx, task, jobList, now)
+		sending, againAt = append(sending, created...), at
+	}
+	wait := (len(sending) > 0 && !terminating && now.Before(waitUntil)) || !againAt.IsZero()
 	keep := map[string]bool{}
 	if wait {
 		for _, name := range sending {
@@ -64,7 +72,7 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 	}
 	if wait {
 		log.FromContext(ctx).Info("deleted Task waits for its notifications", "jobs", sending, "until", waitUntil)
-		return reconcile.Result{RequeueAfter: waitUntil.Sub(now)}, nil
+		return requeueAt(earliest(waitUntil, againAt), now), nil
 	}
 	// Only this finalizer goes, and only from the version read: a merge
 	// patch of metadata.finalizers replaces the whole list, so without
@@ -83,6 +91,31 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 	}
 	r.event(task, nil, eventNormal, v1alpha1.EventDeleted, "Delete", deletedNote(deleted, sending, wait, terminating))
 	return reconcile.Result{}, nil
+}
+
+// notifyOnDelete creates the notification Jobs a deleted Task still owes
+// (Pending, no Job yet) and returns their names, to be waited for like
+// any unsent one, and when to try again those the API server refused for
+// a reason that may pass (zero: none), until their deadline. A refusal
+// that will not pass, or one past the deadline, gives the notification up;
+// the Task keeps no status to record it in, so the event says so.
+func (r *TaskReconciler) notifyOnDelete(ctx context.Context, task *v1alpha1.Task, jobList []batchv1.Job, now time.Time) (created []string, againAt time.Time) {
+	p := &pass{r: r, task: task, old: &task.Status, now: now}
+	for _, order := range notify.Orders(task, task.Status.History, notify.FromJobs(task.UID, jobList)) {
+		job := jobs.BuildNotification(task, order.Document, order.Targets, r.Jobs)
+		try := p.createNotification(ctx, job, order.RunID)
+		rec := recordOf(task.Status.History, order.RunID)
+		switch {
+		case try.Job != "":
+			created = append(created, try.Job)
+		case !try.Final && !notify.PastDeadline(rec, now, r.notificationDeadline()):
+			againAt = earliest(againAt, now.Add(notify.RetryAfter(rec, now)))
+		default:
+			r.event(task, nil, eventWarning, v1alpha1.EventNotificationFailed, "Notify",
+				fmt.Sprintf("run %s: notification not sent (the Task is deleted): %s", order.RunID, try.Refusal))
+		}
+	}
+	return created, againAt
 }
 
 // unsentNotifications are the Task's notification Jobs that have not

@@ -2,14 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -22,11 +21,16 @@ import (
 )
 
 // sendNotifications creates the notification Job of each order the pure
-// stage gave (notify.Orders: the runs the new status marks Pending): one
-// Job per run outcome, named for the run, so a pass repeated after a lost
-// status write, a restart or a new leader finds the Job (AlreadyExists)
-// instead of sending twice. A Job the API server refuses marks the
-// notification Failed, by feeding the refusal back to the pure stage.
+// stage gave (notify.Orders: the Pending runs without a Job): one Job per
+// run outcome, named for the run, so a pass repeated after a lost status
+// write, a restart or a new leader finds the Job (AlreadyExists) instead
+// of sending twice. What each create came to is fed back to the pure
+// stage (notificationTries): a Job to record; a refusal that will not
+// pass, which fails the notification; or one that may pass (the API
+// server or a webhook it calls restarting, throttling), which leaves it
+// Pending and brings this Task back after notify.RetryAfter, until the
+// notification deadline. The run's result is written in this pass
+// whatever became of its notification.
 func (p *pass) sendNotifications(ctx context.Context, due []notify.Order) error {
 	if len(due) == 0 {
 		return nil
@@ -35,72 +39,97 @@ func (p *pass) sendNotifications(ctx context.Context, due []notify.Order) error 
 	if err != nil {
 		return err
 	}
-	for _, rec := range due {
+	for _, order := range due {
 		if !p.r.leaseHeld() {
 			return guards.ErrLeaseLapsed
 		}
-		if notificationDecided(stored, rec.RunID) {
+		if notificationDecided(stored, order.RunID) {
 			// An earlier pass made this notification's Job and recorded it;
 			// this pass started from an older cached Task. Its Job may be
 			// gone since (deleted): never a second one. This pass's status
 			// write loses to the newer status and runs again.
 			continue
 		}
-		job := jobs.BuildNotification(p.task, rec.Document, rec.Targets, p.r.Jobs)
-		if refusal := p.createNotification(ctx, job, rec.RunID); refusal != "" {
-			// Never held back: the run's result is written in this pass
-			// whatever became of its notification.
-			if p.notificationsRefused == nil {
-				p.notificationsRefused = map[string]bool{}
+		job := jobs.BuildNotification(p.task, order.Document, order.Targets, p.r.Jobs)
+		try := p.createNotification(ctx, job, order.RunID)
+		if p.notificationTries == nil {
+			p.notificationTries = map[string]notify.Try{}
+		}
+		p.notificationTries[order.RunID] = try
+		switch {
+		case try.Final:
+			p.noteNotification(order.RunID, fmt.Sprintf("run %s: notification not sent (the run's result stands): %s", order.RunID, try.Refusal))
+		case try.Refusal != "":
+			rec := recordOf(p.old.History, order.RunID)
+			if notify.PastDeadline(rec, p.now, p.r.notificationDeadline()) {
+				p.noteNotification(order.RunID, fmt.Sprintf("run %s: notification not sent (the run's result stands): the API server still refused its Job %s after the run ended: %s",
+					order.RunID, p.r.notificationDeadline(), try.Refusal))
+				continue
 			}
-			p.notificationsRefused[rec.RunID] = true
-			p.noteNotification(rec.RunID, fmt.Sprintf("run %s: notification not sent (the run's result stands; it is not retried): %s", rec.RunID, refusal))
+			log.FromContext(ctx).Info("notification Job refused for now; trying again", "run", order.RunID, "job", job.Name, "reason", try.Refusal)
+			p.notifyAgainAt = earliest(p.notifyAgainAt, p.now.Add(notify.RetryAfter(rec, p.now)))
 		}
 	}
 	return nil
 }
 
-// notificationCreateRetry retries a notification Job's create that failed
-// for a moment (server timeout, 5xx, 429, lost connection) a few times
-// within the pass, about 1.5 s in all, before the notification is given up.
-var notificationCreateRetry = wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}
+// recordOf is run id's record in history (the zero record if none: a run
+// that ends in this pass, whose notification deadline has not begun).
+func recordOf(history []v1alpha1.RunRecord, id string) v1alpha1.RunRecord {
+	for _, h := range history {
+		if h.RunID == id {
+			return h
+		}
+	}
+	return v1alpha1.RunRecord{}
+}
 
-// createNotification creates a notification Job and returns, when it could
-// not, why, for the NotificationFailed event: any refusal (a quota of
-// Jobs the run's own Jobs filled, an admission policy or webhook, someone
-// else's Job under the name, an invalid Job) and an API server that keeps
-// failing. A refusal is not retried in later passes: the status records
-// the notification Failed in the same write as the run's result, so
-// neither waits for the other.
-func (p *pass) createNotification(ctx context.Context, job *batchv1.Job, runID string) string {
-	err := retry.OnError(notificationCreateRetry, transient, func() error { return p.r.Client.Create(ctx, job) })
+// notificationDeadline is --notification-deadline, or its default.
+func (r *TaskReconciler) notificationDeadline() time.Duration {
+	if r.NotificationDeadline > 0 {
+		return r.NotificationDeadline
+	}
+	return notify.DefaultDeadline
+}
+
+// createNotification creates a notification Job and says what came of
+// it: the Job (created, or found under its name as this run's), or why
+// the API server refused it and whether that will pass (mayPass: a
+// server error, including a webhook it could not call, throttling, a
+// timeout, a lost connection); a policy's or a quota's refusal, an
+// invalid Job and someone else's Job under the name will not.
+func (p *pass) createNotification(ctx context.Context, job *batchv1.Job, runID string) notify.Try {
+	err := p.r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
 		log.FromContext(ctx).Info("created notification Job", "job", job.Name, "run", runID)
-		return ""
+		return notify.Try{Job: job.Name}
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
 		if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
 			// Most likely ours (the name is this run's): the next pass
 			// finds it, or marks the notification Failed if it is not.
 			log.FromContext(ctx).Info("could not read the existing notification Job; taking it as ours", "job", job.Name, "error", err.Error())
-			return ""
+			return notify.Try{Job: job.Name}
 		}
 		if _, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*existing})[runID]; !ours {
-			return fmt.Sprintf("Job %s exists and is not this Task's notification of run %s", job.Name, runID)
+			return notify.Try{Refusal: fmt.Sprintf("Job %s exists and is not this Task's notification of run %s: delete or rename that Job", job.Name, runID), Final: true}
 		}
-		return ""
+		return notify.Try{Job: job.Name}
+	case mayPass(err):
+		return notify.Try{Refusal: fmt.Sprintf("the API server refused notification Job %s for now: %v", job.Name, err)}
 	default:
-		return fmt.Sprintf("the API server refused notification Job %s: %v", job.Name, err)
+		return notify.Try{Refusal: fmt.Sprintf("the API server refused notification Job %s: %v", job.Name, err), Final: true}
 	}
 }
 
-// transient reports an API error that may not repeat: a create retried
-// after it can succeed.
-func transient(err error) bool {
+// mayPass reports an API error that may not repeat: a create tried again
+// after it can succeed. A webhook the API server could not call (its
+// pods restarting, with failurePolicy Fail) is an internal error (500).
+func mayPass(err error) bool {
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) ||
-		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err)
+		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // storedHistory is the Task's history as the API server has it now: a
@@ -116,12 +145,12 @@ func (p *pass) storedHistory(ctx context.Context) ([]v1alpha1.RunRecord, error) 
 	return stored.Status.History, nil
 }
 
-// notificationDecided reports whether the history records a notification
-// state for run id.
+// notificationDecided reports whether the history records the
+// notification of run id as settled or its Job as created.
 func notificationDecided(h []v1alpha1.RunRecord, id string) bool {
 	for _, r := range h {
 		if r.RunID == id {
-			return r.Notification != ""
+			return r.NotificationJob != "" || (r.Notification != "" && r.Notification != v1alpha1.NotificationPending)
 		}
 	}
 	return false
@@ -139,12 +168,13 @@ func (p *pass) noteNotification(id, msg string) {
 // findMissingNotifications (part of stage 1, observe) looks for the
 // notification Job of every run the stored status marks Pending whose Job
 // the cache does not show. Usually the cache is just behind, and the Job is
-// read from the API server. A Job that is gone was deleted before it
-// finished (the pass that marks a notification Pending creates its Job
-// before that status write): the notification is Failed, the event says
-// why, and it is not sent again, since whether the deleted Job had told
-// some webhooks already is not known. Without this it would stay Pending
-// for ever, and the run's Jobs would never be pruned.
+// read from the API server. A notification whose Job was recorded
+// (NotificationJob) and is gone was deleted before it finished: the
+// notification is Failed, the event says why, and it is not sent again,
+// since whether the deleted Job had told some webhooks already is not
+// known. Without this it would stay Pending for ever, and the run's Jobs
+// would never be pruned. One with no Job recorded has none yet: the pure
+// stage makes it due.
 func (p *pass) findMissingNotifications(ctx context.Context, in *plan.Input) error {
 	for _, rec := range p.old.History {
 		if rec.Notification != v1alpha1.NotificationPending {
@@ -165,10 +195,12 @@ func (p *pass) findMissingNotifications(ctx context.Context, in *plan.Input) err
 			in.Notifications[rec.RunID] = notify.FromJobs(p.task.UID, []batchv1.Job{*job})[rec.RunID]
 			continue
 		}
-		name := names[0]
-		in.Notifications[rec.RunID] = notify.Job{Name: name, RunID: rec.RunID, Finished: true}
+		if rec.NotificationJob == "" {
+			continue
+		}
+		in.Notifications[rec.RunID] = notify.Job{Name: rec.NotificationJob, RunID: rec.RunID, Finished: true}
 		p.noteNotification(rec.RunID, fmt.Sprintf(
-			"run %s: notification Job %s was deleted before it finished; the notification is not sent again (the run's result stands)", rec.RunID, name))
+			"run %s: notification Job %s was deleted before it finished; the notification is not sent again (the run's result stands)", rec.RunID, rec.NotificationJob))
 	}
 	return nil
 }

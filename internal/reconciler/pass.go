@@ -48,10 +48,13 @@ type pass struct {
 	// its Job cannot tell: the API server refused the Job, or it was
 	// deleted before it finished.
 	notificationNotes map[string]string
-	// notificationsRefused are the runs whose notification Job the API
-	// server refused this pass: the status is computed again with them
-	// (their notification Failed), never edited.
-	notificationsRefused map[string]bool
+	// notificationTries are what this pass's notification Job creates came
+	// to, by run id: the status is computed again with them (a Job
+	// recorded, a notification Failed), never edited.
+	notificationTries map[string]notify.Try
+	// notifyAgainAt is when a create the API server refused for a reason
+	// that may pass is tried again (zero: none was).
+	notifyAgainAt time.Time
 }
 
 // problem is why the spec cannot be acted on, if it cannot.
@@ -64,20 +67,20 @@ func (p *pass) problem() *status.Problem {
 
 // decideStatus is stage 5's pure part: the status from what the pass saw
 // and did, and the notifications it makes due (the one other thing a pass
-// creates, decided here as the Jobs of attempts are in plan.Decide). A
-// refused notification is fed back (notificationsRefused) and the whole
-// is decided again, never edited.
+// creates, decided here as the Jobs of attempts are in plan.Decide). What
+// their creates came to is fed back (notificationTries) and the whole is
+// decided again, never edited.
 func (p *pass) decideStatus() (v1alpha1.TaskStatus, []notify.Order) {
 	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Refusal: p.jobRefused, Now: p.now,
 		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName, CalendarProblem: p.plan.CalendarProblem, Backfill: p.plan.Backfill, Notifications: p.notifications,
-		NotificationsRefused: p.notificationsRefused,
+		NotificationTries: p.notificationTries, NotificationDeadline: p.r.notificationDeadline(),
 	}
 	in.QueueReason, in.QueueMessage = p.plan.Queue.Problem()
 	for _, d := range p.plan.Dropped {
 		in.Dropped = append(in.Dropped, status.DroppedRecord(d.Queued, d.Result, d.Reason, d.Message, p.now))
 	}
 	st := status.Compute(in)
-	return st, notify.Orders(p.task, p.old.History, st.History)
+	return st, notify.Orders(p.task, st.History, p.notifications)
 }

@@ -47,6 +47,11 @@ type TaskReconciler struct {
 	// is failing for its deadline (deadlineOutput in pods.go). nil: such an
 	// attempt keeps only the Job's message.
 	Logs PodLogs
+	// NotificationDeadline is how long after a run's end its notification
+	// Job may be refused by the API server for reasons that may pass
+	// before the notification is Failed (--notification-deadline; zero:
+	// notify.DefaultDeadline).
+	NotificationDeadline time.Duration
 	// ServiceAccountOptIn refuses (InvalidSpec) Tasks that name a
 	// ServiceAccount unless their namespace opted in (policy.go).
 	ServiceAccountOptIn bool
@@ -188,17 +193,18 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	}
 	// 5c. The notification Jobs of the orders (notify.go): created before
 	// the status that records them, so a crash in between leaves the Job,
-	// which the next pass finds by its name.
+	// which the next pass finds by its name. One refused for a reason that
+	// may pass stays due, and the pass comes back for it (notifyAgainAt).
 	if err := p.sendNotifications(ctx, due); err != nil {
 		if errors.Is(err, guards.ErrLeaseLapsed) {
 			return guards.StandDown(ctx)
 		}
 		return reconcile.Result{}, fmt.Errorf("notify: %w", err)
 	}
-	if len(p.notificationsRefused) > 0 {
-		// The refusals are fed back to the pure stage: the status is
-		// computed again with them (from the stored status, as the first
-		// time), never edited.
+	if len(p.notificationTries) > 0 {
+		// What the creates came to is fed back to the pure stage: the
+		// status is computed again with it (from the stored status, as
+		// the first time), never edited.
 		task.Status = *p.old.DeepCopy()
 		task.Status, _ = p.decideStatus()
 	}
@@ -216,7 +222,7 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if p.plan.Expire {
 		return r.expire(ctx, task)
 	}
-	return requeueAt(p.plan.Wake, p.now), nil
+	return requeueAt(earliest(p.plan.Wake, p.notifyAgainAt), p.now), nil
 }
 
 // recordStartAt is when this pass's status write should be made instead

@@ -39,12 +39,17 @@ func countFailures(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int) {
 }
 
 // markNotifications marks Pending the newly finished runs spec.notify
-// tells about (the pass then creates their notification Job, before the
-// status write), Failed those whose Job the API server refused (refused),
-// and records how the pending ones ended once their Job finished. Only a
-// run that ends after spec.notify lists its outcome is told: adding an
-// entry never tells about runs of the past.
-func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int, jobs map[string]notify.Job, refused map[string]bool) {
+// tells about (the pass then creates their notification Jobs, before the
+// status write, and computes the status again with what the creates came
+// to: in.NotificationTries), and moves each Pending one on: its Job seen
+// is recorded (NotificationJob) and, once finished, says Sent or Failed;
+// a Job created in this pass is recorded; a refused create fails it when
+// the refusal will not pass or the deadline has passed since the run
+// ended, with the reason added to the run's message; otherwise it stays
+// Pending and is tried again. Only a run that ends after spec.notify
+// lists its outcome is told: adding an entry never tells about runs of
+// the past.
+func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int, in Input) {
 	if len(task.Spec.Notify) > 0 {
 		for _, i := range ended {
 			h := &st.History[i]
@@ -53,9 +58,6 @@ func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int
 			}
 			if ev, ok := notify.Event(*h, notify.Previous(st.History, i)); ok && len(notify.Targets(task.Spec.Notify, ev)) > 0 {
 				h.Notification = v1alpha1.NotificationPending
-				if refused[h.RunID] {
-					h.Notification = v1alpha1.NotificationFailed
-				}
 			}
 		}
 	}
@@ -64,9 +66,19 @@ func markNotifications(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []int
 		if h.Notification != v1alpha1.NotificationPending {
 			continue
 		}
-		j, seen := jobs[h.RunID]
-		if state, done := notify.Resolve(j, seen); done {
-			h.Notification = state
+		if j, seen := in.Notifications[h.RunID]; seen {
+			h.NotificationJob = j.Name
+			if state, done := notify.Resolve(j, true); done {
+				h.Notification = state
+			}
+			continue
+		}
+		switch try := in.NotificationTries[h.RunID]; {
+		case try.Job != "":
+			h.NotificationJob = try.Job
+		case try.Refusal != "" && (try.Final || notify.PastDeadline(*h, in.Now, in.NotificationDeadline)):
+			h.Notification = v1alpha1.NotificationFailed
+			h.Message = Head(h.Message+"; notification not sent: "+try.Refusal, MaxMessage)
 		}
 	}
 }

@@ -79,7 +79,7 @@ func TestARunThatEndsIsMarkedForNotificationOnlyWhenAnEntryListsItsOutcome(t *te
 	if n := out.Status.History[0].Notification; n != v1alpha1.NotificationPending {
 		t.Fatalf("a failure marked %q, want Pending", n)
 	}
-	if due := notify.Due(onFailure.Status.History, out.Status.History); len(due) != 1 || due[0].RunID != "s2" {
+	if due := notify.Due(out.Status.History, nil); len(due) != 1 || due[0].RunID != "s2" {
 		t.Fatalf("due %v, want s2", due)
 	}
 }

@@ -95,10 +95,14 @@ type Input struct {
 	Backfill *v1alpha1.BackfillStatus
 	// Notifications are the Task's notification Jobs, by run id.
 	Notifications map[string]notify.Job
-	// NotificationsRefused are the runs whose notification Job the API
-	// server refused in this pass: their notification is Failed, not
-	// Pending (the pass computes the status again with them).
-	NotificationsRefused map[string]bool
+	// NotificationTries are what this pass's creates of notification Jobs
+	// came to, by run id (the pass computes the status again with them): a
+	// Job created is recorded; a refusal that will not pass, or any
+	// refusal once NotificationDeadline has passed since the run ended,
+	// fails the notification; any other leaves it Pending, to be tried
+	// again.
+	NotificationTries    map[string]notify.Try
+	NotificationDeadline time.Duration
 	Now                  time.Time
 }
 
@@ -127,7 +131,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	ended := newlyFinished(&st, &task.Status)
 	recordFinishedToken(task, &st, ended, rs)
 	countFailures(task, &st, ended)
-	markNotifications(task, &st, ended, in.Notifications, in.NotificationsRefused)
+	markNotifications(task, &st, ended, in)
 	st.Active, st.ActiveOmitted = activeJobs(task.Namespace, rs)
 	prevRun := st.CurrentRun
 	setCurrentRun(&st, rs, steps)

@@ -10,6 +10,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
 	"github.com/taskops/task-operator/internal/status"
@@ -342,19 +343,37 @@ func TestARefusedJobIsAWaitOrStalledNeverAFailure(t *testing.T) {
 	}
 }
 
-// A run whose notification Job the API server refused has its
-// notification Failed in the status that records its end: the refusal is
-// an input of the computation, which the pass runs again with it.
-func TestARefusedNotificationIsFailedInTheStatusThatEndsTheRun(t *testing.T) {
+// What the pass's create of a notification Job came to is an input of the
+// computation, which the pass runs again with it: a Job created is
+// recorded; a refusal that will not pass fails the notification in the
+// status that records the run's end; one that may pass leaves it Pending
+// until the deadline, then fails it, the reason in the run's message.
+func TestANotificationRefusedForGoodFailsAndOneRefusedForNowWaitsUntilItsDeadline(t *testing.T) {
 	task := oneShot(testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed), testutil.Retries(0, 10, 60, 2))
 	failed := []runs.Run{testutil.MakeRun("0").Failed(ago(time.Minute), ago(time.Second), v1alpha1.AttemptPodFailed, "exit 3").Obj()}
 	for _, tc := range []struct {
-		refused map[string]bool
+		name    string
+		try     *notify.Try
+		now     time.Time
 		want    v1alpha1.NotificationState
-	}{{nil, v1alpha1.NotificationPending}, {map[string]bool{"0": true}, v1alpha1.NotificationFailed}} {
-		st := status.Compute(status.Input{Task: task, Runs: failed, NotificationsRefused: tc.refused, Now: now})
-		if len(st.History) != 1 || st.History[0].Result != v1alpha1.RunResultFailed || st.History[0].Notification != tc.want {
-			t.Errorf("refused %v: history %+v, want the run Failed with notification %s", tc.refused, st.History, tc.want)
+		wantJob string
+	}{
+		{"no create yet", nil, now, v1alpha1.NotificationPending, ""},
+		{"created", &notify.Try{Job: "n-0"}, now, v1alpha1.NotificationPending, "n-0"},
+		{"refused for good", &notify.Try{Refusal: "forbidden", Final: true}, now, v1alpha1.NotificationFailed, ""},
+		{"refused for now", &notify.Try{Refusal: "webhook down"}, now, v1alpha1.NotificationPending, ""},
+		{"refused for now, past the deadline", &notify.Try{Refusal: "webhook down"}, now.Add(notify.DefaultDeadline), v1alpha1.NotificationFailed, ""},
+	} {
+		in := status.Input{Task: task, Runs: failed, Now: tc.now, NotificationDeadline: notify.DefaultDeadline}
+		if tc.try != nil {
+			in.NotificationTries = map[string]notify.Try{"0": *tc.try}
+		}
+		st := status.Compute(in)
+		if len(st.History) != 1 || st.History[0].Result != v1alpha1.RunResultFailed || st.History[0].Notification != tc.want || st.History[0].NotificationJob != tc.wantJob {
+			t.Errorf("%s: history %+v, want the run Failed with notification %s, job %q", tc.name, st.History, tc.want, tc.wantJob)
+		}
+		if tc.want == v1alpha1.NotificationFailed && !strings.Contains(st.History[0].Message, "notification not sent: "+tc.try.Refusal) {
+			t.Errorf("%s: message %q lacks the refusal", tc.name, st.History[0].Message)
 		}
 	}
 }
