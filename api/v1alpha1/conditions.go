@@ -52,6 +52,13 @@ const (
 	// holds the attempt's name. The Task waits (Ready False, Stalled True,
 	// a Warning event) and tries again every minute.
 	ReasonJobRefused Reason = "JobRefused"
+	// ReasonWaitingForAPI: the API server could not take the next
+	// attempt's Job for now, for a reason that may pass by itself (a 5xx,
+	// including an admission webhook it could not call, a 429, a timeout,
+	// a lost connection). The Task waits (Ready Unknown, still in
+	// progress), names the refusal, and tries again within seconds, at a
+	// pace that slows to once every 30 s; never JobRefused.
+	ReasonWaitingForAPI Reason = "WaitingForAPI"
 	// ReasonQueued: an attempt waits for spec.queueName to admit it.
 	ReasonQueued Reason = "Queued"
 	// ReasonQueueNotFound: spec.queueName names no TaskQueue (yet); the
@@ -138,7 +145,11 @@ const (
 	// EventJobRefused: the API server refused an attempt's Job (a policy,
 	// a webhook, a quota, a foreign Job under its name); the message quotes
 	// the refusal.
-	EventJobRefused    Reason = "JobRefused"
+	EventJobRefused Reason = "JobRefused"
+	// EventWaitingForAPI: the API server could not take an attempt's Job
+	// for now (ReasonWaitingForAPI); sent when the refusal first shows or
+	// changes, not on every try.
+	EventWaitingForAPI Reason = "WaitingForAPI"
 	EventJobsDeleted   Reason = "JobsDeleted"
 	EventTaskExpired   Reason = "TaskExpired"
 	EventCleanupFailed Reason = "CleanupFailed"

@@ -143,6 +143,9 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 	case apierrors.IsInvalid(err):
 		p.refused = &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: status.Head("the API server refused the Job: "+err.Error(), status.MaxMessage)}
 		return nil
+	case mayPass(err):
+		p.waitForAPI(s, err)
+		return nil
 	default:
 		return err
 	}

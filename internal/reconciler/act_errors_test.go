@@ -86,8 +86,13 @@ func TestActErrorBranches(t *testing.T) {
 			},
 		},
 		{
-			name:    "an API server that fails the create is an error naming the stage",
-			create:  func(*batchv1.Job) error { return apierrors.NewServiceUnavailable("etcd is unavailable") },
+			name:        "an API server that cannot take the create for now (503) is WaitingForAPI, tried again within seconds",
+			create:      func(*batchv1.Job) error { return apierrors.NewServiceUnavailable("etcd is unavailable") },
+			wantRequeue: true, wantReason: v1alpha1.ReasonWaitingForAPI,
+		},
+		{
+			name:    "a create that fails in a way no refusal explains is an error naming the stage",
+			create:  func(*batchv1.Job) error { return errors.New("an unexpected failure") },
 			wantErr: "act: ", wantReason: "",
 		},
 		{

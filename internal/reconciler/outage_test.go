@@ -184,3 +184,116 @@ func TestADeletedTaskSendsTheNotificationAnOutageHeldBackBeforeItGoes(t *testing
 		return apierrors.IsNotFound(err), errString(err)
 	})
 }
+
+// attemptJobsOnly selects the attempts' Jobs (not the notifications).
+var attemptJobsOnly = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+	{Key: v1alpha1.LabelAttempt, Operator: metav1.LabelSelectorOpExists},
+}}
+
+// An attempt whose Job the API server cannot take for now (a policy
+// webhook restarting) waits: Ready Unknown with reason WaitingForAPI
+// naming the refusal, never JobRefused; it is tried again within seconds,
+// and once the webhook is back its Job is created: one.
+func TestAnAttemptRefusedDuringAWebhookOutageWaitsForTheAPIAndStartsOnceItEnds(t *testing.T) {
+	ns := newNamespace(t)
+	endOutage := testutil.WebhookOutage(t, k8s, ns, attemptJobsOnly)
+	task := newTask(ns, "started-late", manual)
+	must(t, k8s.Create(ctx, task))
+	waitCached(t, task)
+	r := manualReconciler(nil)
+
+	var res reconcile.Result
+	var got *v1alpha1.Task
+	for range 6 { // 30 s of outage on the Task's clock, a pass every 5 s
+		res, got = pass(t, r, task)
+		c := condition(got, v1alpha1.ConditionReady)
+		if got.Status.Phase != v1alpha1.PhasePending || c == nil || c.Status != metav1.ConditionUnknown ||
+			c.Reason != string(v1alpha1.ReasonWaitingForAPI) || !strings.Contains(c.Message, "failed calling webhook") {
+			t.Fatalf("during the outage: %s, Ready %+v; want Pending, Ready Unknown WaitingForAPI naming the webhook", statusSummary(got), c)
+		}
+		if res.RequeueAfter < time.Second || res.RequeueAfter > 30*time.Second {
+			t.Fatalf("tried again after %s, want 1-30 s", res.RequeueAfter)
+		}
+		if n := len(jobsOf(t, task)); n != 0 {
+			t.Fatalf("%d Jobs during the outage", n)
+		}
+		fakeClock.Step(5 * time.Second)
+	}
+
+	endOutage()
+	eventually(t, "the attempt's Job", func() (bool, string) {
+		res, got = pass(t, r, task)
+		return len(jobsOf(t, task)) == 1, statusSummary(got)
+	})
+	// (With the speed shortcuts on, the pass that created the Job leaves
+	// its record to the next one.)
+	for range 2 {
+		_, got = pass(t, r, task)
+	}
+	if c := condition(got, v1alpha1.ConditionReady); c == nil || c.Reason == string(v1alpha1.ReasonWaitingForAPI) || got.Status.Phase != v1alpha1.PhaseRunning {
+		t.Fatalf("%s, Ready %+v after the Job was created; want Running", statusSummary(got), c)
+	}
+	if n := len(jobsOf(t, task)); n != 1 {
+		t.Fatalf("%d Jobs for one attempt", n)
+	}
+}
+
+// A cron slot that falls inside an outage follows the Task's own rules:
+// within startingDeadlineSeconds it runs late, once the API takes its
+// Job; past it, it is skipped with a SlotSkipped event. Never silently
+// lost, never two Jobs.
+func TestACronSlotInsideAnOutageRunsLateOrIsSkippedPastItsStartingDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline int64
+		outage   time.Duration
+		runs     bool
+	}{
+		{"within its starting deadline: runs late", 120, 30 * time.Second, true},
+		{"past its starting deadline: skipped", 20, 30 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeClock.SetTime(time.Now())
+			ns := newNamespace(t)
+			task := newTask(ns, "nightly", manual, testutil.Schedule("*/5 * * * *"), testutil.StartingDeadline(tc.deadline))
+			must(t, k8s.Create(ctx, task))
+			waitCached(t, task)
+			r := manualReconciler(nil)
+			recorder := events.NewFakeRecorder(100)
+			r.Recorder = recorder
+			_, got := pass(t, r, task)
+			slot := got.Status.NextScheduleTime.Time
+
+			endOutage := testutil.WebhookOutage(t, k8s, ns, attemptJobsOnly)
+			fakeClock.SetTime(slot.Add(time.Second))
+			_, got = pass(t, r, task)
+			if c := condition(got, v1alpha1.ConditionReady); c == nil || c.Reason != string(v1alpha1.ReasonWaitingForAPI) {
+				t.Fatalf("at the slot, during the outage: Ready %+v, want WaitingForAPI", c)
+			}
+			fakeClock.Step(tc.outage)
+			pass(t, r, task)
+			endOutage()
+			fakeClock.Step(time.Second)
+			eventually(t, "the slot decided", func() (bool, string) {
+				_, got = pass(t, r, task)
+				return got.Status.LastScheduleTime != nil && !got.Status.LastScheduleTime.Time.Before(slot), statusSummary(got)
+			})
+			for range 2 {
+				_, got = pass(t, r, task)
+			}
+			js := jobsOf(t, task)
+			skipped := false
+			for len(recorder.Events) > 0 {
+				if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventSlotSkipped)) && strings.Contains(e, "startingDeadlineSeconds") {
+					skipped = true
+				}
+			}
+			switch {
+			case tc.runs && (len(js) != 1 || js[0].Labels[v1alpha1.LabelRun] != runs.ScheduledID(slot)):
+				t.Fatalf("Jobs %d (%v), want the slot's one, late", len(js), js)
+			case !tc.runs && (len(js) != 0 || !skipped):
+				t.Fatalf("%d Jobs, SlotSkipped event %v; want none and the event", len(js), skipped)
+			}
+		})
+	}
+}

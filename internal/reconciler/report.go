@@ -98,7 +98,11 @@ func (p *pass) reportTransitions() {
 	if refusal := p.jobRefused; refusal != nil {
 		oldC := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionReady)
 		if oldC == nil || oldC.Reason != string(refusal.Reason) || oldC.Message != refusal.Message {
-			r.event(task, nil, eventWarning, v1alpha1.EventJobRefused, "CreateJob", refusal.Message)
+			reason := v1alpha1.EventJobRefused
+			if refusal.Reason == v1alpha1.ReasonWaitingForAPI {
+				reason = v1alpha1.EventWaitingForAPI
+			}
+			r.event(task, nil, eventWarning, reason, "CreateJob", refusal.Message)
 		}
 	}
 	sp := &p.plan.Schedule

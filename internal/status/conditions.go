@@ -184,9 +184,11 @@ func judgeQueued(st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
 
 // judgeRefusal is the row of a Task whose next attempt's Job the API
 // server refused although the spec is fine: a quota on Jobs is waiting for
-// capacity (InProgress); a policy, a webhook or a foreign Job under the
-// name is JobRefused, which needs someone (Stalled, not Failed: it starts
-// once the refusal clears).
+// capacity, and a refusal that may pass by itself (a webhook that could
+// not be called, a 5xx, a 429) waiting for the API (both InProgress); a
+// policy, a webhook's no or a foreign Job under the name is JobRefused,
+// which needs someone (Stalled, not Failed: it starts once the refusal
+// clears).
 func judgeRefusal(st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
 	if j.problem != nil || j.refusal == nil {
 		return verdict{}, false
@@ -195,7 +197,7 @@ func judgeRefusal(st *v1alpha1.TaskStatus, j judgement) (verdict, bool) {
 	if len(st.Active) > 0 {
 		v.phase = v1alpha1.PhaseRunning
 	}
-	if j.refusal.Reason == v1alpha1.ReasonWaitingForCapacity {
+	if j.refusal.Reason == v1alpha1.ReasonWaitingForCapacity || j.refusal.Reason == v1alpha1.ReasonWaitingForAPI {
 		v.ready, v.reconciling = metav1.ConditionUnknown, true
 	} else {
 		v.ready, v.stalled = metav1.ConditionFalse, true

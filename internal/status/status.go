@@ -148,7 +148,7 @@ func Compute(in Input) v1alpha1.TaskStatus {
 		}
 	}
 	if task.Spec.Schedule != nil {
-		setCronTimes(&st, rs, in.Schedule.Slots)
+		setCronTimes(&st, rs, in.Schedule.Slots, in.Refusal != nil)
 	}
 	waiting := map[string]string{}
 	for i := range rs {
@@ -258,8 +258,9 @@ func setCurrentRun(st *v1alpha1.TaskStatus, rs []runs.Run, steps map[string]retr
 	}
 }
 
-// setCronTimes records the cron bookkeeping of a pass.
-func setCronTimes(st *v1alpha1.TaskStatus, rs []runs.Run, slots *scheduler.Slots) {
+// setCronTimes records the cron bookkeeping of a pass. refused: the API
+// server refused the Job of a start this pass (Input.Refusal).
+func setCronTimes(st *v1alpha1.TaskStatus, rs []runs.Run, slots *scheduler.Slots, refused bool) {
 	for _, r := range rs {
 		if r.Scheduled != nil && (st.LastScheduleTime == nil || r.Scheduled.After(st.LastScheduleTime.Time)) {
 			st.LastScheduleTime = Time(*r.Scheduled)
@@ -267,8 +268,12 @@ func setCronTimes(st *v1alpha1.TaskStatus, rs []runs.Run, slots *scheduler.Slots
 	}
 	if slots != nil {
 		// A slot that fell due counts as scheduled even when skipped, so it
-		// is never considered again.
-		if !slots.Due.IsZero() && (st.LastScheduleTime == nil || slots.Due.After(st.LastScheduleTime.Time)) {
+		// is never considered again; but not while the API server refuses
+		// its Job (a webhook restarting, a policy): the scheduler finds it
+		// again, and it runs late or, past startingDeadlineSeconds, is
+		// skipped with its event, never silently lost.
+		waits := refused && runs.Find(rs, runs.ScheduledID(slots.Due)) == nil
+		if !slots.Due.IsZero() && !waits && (st.LastScheduleTime == nil || slots.Due.After(st.LastScheduleTime.Time)) {
 			st.LastScheduleTime = Time(slots.Due)
 		}
 		st.NextScheduleTime = Time(slots.Next)

@@ -329,6 +329,10 @@ func TestARefusedJobIsAWaitOrStalledNeverAFailure(t *testing.T) {
 		refusal: status.Problem{Reason: v1alpha1.ReasonWaitingForCapacity, Message: "run 0: attempt 1 waits: a ResourceQuota refused its Job"},
 		want:    inProgress(v1alpha1.PhasePending, v1alpha1.ReasonWaitingForCapacity),
 	}, {
+		name:    "the API server could not take it for now (a webhook restarting): Pending, waiting for the API, in progress",
+		refusal: status.Problem{Reason: v1alpha1.ReasonWaitingForAPI, Message: "run 0: attempt 1 waits: the API server could not take its Job for now"},
+		want:    inProgress(v1alpha1.PhasePending, v1alpha1.ReasonWaitingForAPI),
+	}, {
 		name:    "a policy refused it: Pending, not Ready (JobRefused), stalled, not failed",
 		refusal: status.Problem{Reason: v1alpha1.ReasonJobRefused, Message: "run 0: attempt 1 waits: the API server refused its Job"},
 		want: row{v1alpha1.PhasePending, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionFalse, metav1.ConditionTrue,
