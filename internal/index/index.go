@@ -32,9 +32,6 @@ const (
 	// label) by the queue: controlled by a Task and not finished
 	// (runs.HoldsPlace). A finished Job leaves the index.
 	QueuePlaces = ".metadata.labels.queue.holding"
-	// SkipDatesFrom indexes Tasks by the ConfigMap spec.skipDatesFrom
-	// names, so an edit of a holiday list wakes exactly its Tasks.
-	SkipDatesFrom = ".spec.skipDatesFrom.name"
 )
 
 // Add registers every index.
@@ -45,14 +42,6 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, TaskQueue, func(o client.Object) []string {
 		if q := o.(*v1alpha1.Task).Spec.QueueName; q != "" {
 			return []string{q}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, SkipDatesFrom, func(o client.Object) []string {
-		if ref := o.(*v1alpha1.Task).Spec.SkipDatesFrom; ref != nil {
-			return []string{ref.Name}
 		}
 		return nil
 	}); err != nil {

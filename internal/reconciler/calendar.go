@@ -13,10 +13,14 @@ import (
 )
 
 // readSkipDates reads the ConfigMap a cron Task's spec.skipDatesFrom
-// names, from the API server: the operator caches no ConfigMap data (a
-// cluster has many), it watches their metadata only (calendarwatch.go) and
-// reads the one a Task names when it plans. A missing ConfigMap or key is
-// the plan's to report; the schedule runs on spec.skipDates meanwhile.
+// names, from the API server, when the Task plans. The operator has no
+// read of ConfigMaps of its own (they hold other tenants' configuration):
+// a namespace that uses skipDatesFrom grants it get on its ConfigMaps with
+// a RoleBinding (SkipDatesGrant). Nothing watches them, so an edit counts
+// from the Task's next pass (at the latest its next slot). A ConfigMap or
+// key that is missing, or one the namespace did not grant, is the plan's
+// to report (the Ready message and a SkipDatesUnreadable event); the
+// schedule runs on spec.skipDates meanwhile.
 func (p *pass) readSkipDates(ctx context.Context, in *plan.Input) error {
 	ref := p.task.Spec.SkipDatesFrom
 	if ref == nil || p.task.Spec.Schedule == nil {
@@ -27,6 +31,10 @@ func (p *pass) readSkipDates(ctx context.Context, in *plan.Input) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		in.SkipDatesFrom = &plan.SkipDateList{Problem: fmt.Sprintf("ConfigMap %s (spec.skipDatesFrom) does not exist", ref.Name)}
+		return nil
+	case apierrors.IsForbidden(err):
+		in.SkipDatesFrom = &plan.SkipDateList{Problem: fmt.Sprintf("the operator may not read ConfigMap %s (spec.skipDatesFrom): grant it in this namespace with %s",
+			ref.Name, SkipDatesGrant(p.task.Namespace))}
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading ConfigMap %s (spec.skipDatesFrom): %w", ref.Name, err)
@@ -40,4 +48,9 @@ func (p *pass) readSkipDates(ctx context.Context, in *plan.Input) error {
 	return nil
 }
 
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// SkipDatesGrant is the command that lets the operator read the
+// ConfigMaps of namespace ns (get only), for spec.skipDatesFrom: the
+// operator's ServiceAccount as the default install names it.
+func SkipDatesGrant(ns string) string {
+	return fmt.Sprintf("`kubectl -n %s create role task-operator-skip-dates --verb=get --resource=configmaps && kubectl -n %s create rolebinding task-operator-skip-dates --role=task-operator-skip-dates --serviceaccount=task-operator-system:task-operator-controller-manager`", ns, ns)
+}

@@ -1,13 +1,19 @@
 package reconciler_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
@@ -16,7 +22,8 @@ import (
 
 // A holiday list in a ConfigMap: the slot on a listed date falls due but
 // does not run (SlotSkipped, SkipDate), nextScheduleTime passes over it,
-// an edit of the list is seen at once (the operator watches it), and a
+// an edit of the list is seen at the Task's next pass (nothing watches
+// ConfigMaps: the operator reads one only when a Task plans), and a
 // missing list is a Warning while the schedule goes on.
 func TestASkippedHolidayFromAConfigMap(t *testing.T) {
 	ns := newNamespace(t)
@@ -46,12 +53,15 @@ func TestASkippedHolidayFromAConfigMap(t *testing.T) {
 	}
 	nextIs(slot.AddDate(0, 0, 1))
 
-	// The line goes: the watch wakes the Task, whose next slot is back.
+	// The line goes: the Task's next pass (poked here; at the latest its
+	// next slot) sees it, and its next slot is back.
 	cm.Data["dates"] = "# company holidays\n"
 	must(t, k8s.Update(ctx, cm))
+	poke(t, task)
 	nextIs(slot)
 	cm.Data["dates"] = holiday + "\nnot-a-date\n"
 	must(t, k8s.Update(ctx, cm))
+	poke(t, task)
 	nextIs(slot.AddDate(0, 0, 1))
 	got := waitTask(t, task, "the bad line in Ready's message", func(x *v1alpha1.Task) bool {
 		c := condition(x, v1alpha1.ConditionReady)
@@ -77,6 +87,7 @@ func TestASkippedHolidayFromAConfigMap(t *testing.T) {
 
 	// The list is deleted: a Warning, and the schedule goes on.
 	must(t, k8s.Delete(ctx, cm))
+	poke(t, task)
 	waitTask(t, task, "the missing list in Ready's message", func(x *v1alpha1.Task) bool {
 		c := condition(x, v1alpha1.ConditionReady)
 		return c != nil && strings.Contains(c.Message, "ConfigMap holidays (spec.skipDatesFrom) does not exist")
@@ -147,4 +158,51 @@ func completeJob(t *testing.T, task *v1alpha1.Task, run string, attempt int) {
 		err := testutil.CompleteJob(ctx, k8s, waitJobOf(t, task, run, attempt), fakeClock.Now())
 		return err == nil, errString(err)
 	})
+}
+
+// forbiddenConfigMaps is the API server of a namespace that did not grant
+// the operator get on its ConfigMaps.
+type forbiddenConfigMaps struct{ client.Reader }
+
+func (f forbiddenConfigMaps) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, key.Name, errors.New("the operator's ServiceAccount cannot get configmaps in this namespace"))
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
+}
+
+// The operator reads no ConfigMap the namespace did not grant: a
+// skipDatesFrom it may not read is a Warning (SkipDatesUnreadable) and a
+// Ready message that gives the one-line grant, and the schedule runs on
+// the dates it has; nothing fails.
+func TestASkipDatesFromTheNamespaceDidNotGrantSaysHowAndTheScheduleRuns(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holidays"}, Data: map[string]string{"dates": "--12-25\n"}}))
+	task := newTask(ns, "settlement", manual, testutil.Schedule("0 9 * * *"), func(x *v1alpha1.Task) {
+		x.Spec.SkipDatesFrom = &v1alpha1.ConfigMapKeyRef{Name: "holidays", Key: "dates"}
+	})
+	must(t, k8s.Create(ctx, task))
+	waitCached(t, task)
+	r := manualReconciler(nil)
+	r.APIReader = forbiddenConfigMaps{manualReader}
+	recorder := events.NewFakeRecorder(100)
+	r.Recorder = recorder
+	_, got := pass(t, r, task)
+	c := condition(got, v1alpha1.ConditionReady)
+	if c == nil || !strings.Contains(c.Message, "may not read ConfigMap holidays") || !strings.Contains(c.Message, "create rolebinding task-operator-skip-dates") {
+		t.Fatalf("Ready %+v, want the grant named", c)
+	}
+	if got.Status.NextScheduleTime == nil || got.Status.Phase != v1alpha1.PhaseScheduled {
+		t.Fatalf("%s: the schedule does not run on the dates it has", statusSummary(got))
+	}
+	unreadable := 0
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventSkipDatesUnreadable)) {
+			unreadable++
+		}
+	}
+	if unreadable != 1 {
+		t.Fatalf("%d SkipDatesUnreadable events, want 1", unreadable)
+	}
 }

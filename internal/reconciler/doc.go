@@ -63,11 +63,12 @@
 //     write hands the queue controller;
 //   - jobrefused.go: a Job the API server refuses for a reason the spec
 //     does not decide (JobRefused, a quota on Jobs), rechecked slowly;
-//   - notify.go: the notification Jobs of ended runs (spec.notify) and
-//     their events;
-//   - calendar.go, calendarwatch.go: the holiday list a cron Task names
-//     (spec.skipDatesFrom), read when it plans, and the ConfigMap
-//     metadata watch that wakes the Tasks naming an edited one;
+//   - notify.go: the notification Jobs of ended runs (spec.notify), tried
+//     again while the API server refuses them for a reason that may pass,
+//     and their events;
+//   - calendar.go: the holiday list a cron Task names
+//     (spec.skipDatesFrom), read when it plans where the namespace grants
+//     it (the operator has no read of ConfigMaps of its own);
 //   - fairness.go: new Tasks of a namespace beyond its fair share wait
 //     behind other namespaces' (the work queue's order);
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;

@@ -5,7 +5,6 @@ import (
 	"maps"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,8 +31,6 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}, builder.WithPredicates(jobChanged)).
 		// An admission starts work: the default priority (queuewatch.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache(), lines: r.Lines}).
-		// An edited holiday list (calendarwatch.go): metadata only.
-		WatchesMetadata(&corev1.ConfigMap{}, configMapToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)
 	if r.Shortcuts.On() {
 		// New Tasks once more, at start priority; and the Tasks the queue
