@@ -26,7 +26,7 @@ const PollInterval = 250 * time.Millisecond
 // that the operator is not running). It returns how long it took.
 func Eventually(t testing.TB, timeout time.Duration, what string, note func() string, cond func(ctx context.Context) (done bool, detail string)) time.Duration {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(testutil.Timeout(timeout)) // as testutil.Eventually scales it
 	return testutil.Eventually(t, timeout, PollInterval, what, func(ctx context.Context) (bool, string) {
 		done, detail := cond(ctx)
 		if !done && note != nil && !time.Now().Before(deadline) {
