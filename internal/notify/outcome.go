@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 )
 
@@ -115,15 +116,14 @@ func PastDeadline(rec v1alpha1.RunRecord, now time.Time, deadline time.Duration)
 }
 
 // RetryAfter is how long after a create refused for a reason that may
-// pass the next one is tried: a quarter of the time since the run ended,
-// at least 1 s and at most 30 s. Nothing is stored: the run's end is the
-// one clock, so a restarted operator keeps the same pace.
+// pass the next one is tried (retry.AgainAfter), the refusals counted
+// from the run's end: nothing else is stored.
 func RetryAfter(rec v1alpha1.RunRecord, now time.Time) time.Duration {
 	var since time.Duration
 	if rec.CompletionTime != nil {
 		since = now.Sub(rec.CompletionTime.Time)
 	}
-	return min(max(since/4, time.Second), 30*time.Second)
+	return retry.AgainAfter(since)
 }
 
 // Job is what a notification Job of a Task says: the run it tells about

@@ -100,10 +100,9 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 // that will not pass, or one past the deadline, gives the notification up;
 // the Task keeps no status to record it in, so the event says so.
 func (r *TaskReconciler) notifyOnDelete(ctx context.Context, task *v1alpha1.Task, jobList []batchv1.Job, now time.Time) (created []string, againAt time.Time) {
-	p := &pass{r: r, task: task, old: &task.Status, now: now}
 	for _, order := range notify.Orders(task, task.Status.History, notify.FromJobs(task.UID, jobList)) {
 		job := jobs.BuildNotification(task, order.Document, order.Targets, r.Jobs)
-		try := p.createNotification(ctx, job, order.RunID)
+		try := r.createNotification(ctx, task, job, order.RunID)
 		rec := recordOf(task.Status.History, order.RunID)
 		switch {
 		case try.Job != "":

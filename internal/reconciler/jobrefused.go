@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/plan"
+	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/status"
 )
 
@@ -30,14 +31,13 @@ const refusalRecheck = time.Minute
 // for a reason that may pass (mayPass): the Task waits (WaitingForAPI,
 // naming the refusal) and tries again at a pace set by how long it has
 // been waiting so far (the Ready condition's transition to this reason;
-// the same pace as a notification's, notify.RetryAfter: 1 s, slowing to
-// 30 s), so a webhook that is back in 20 s costs seconds, not a minute.
+// retry.AgainAfter, as for a notification: 1 s, slowing to 30 s).
 func (p *pass) waitForAPI(s plan.Start, err error) {
 	since := p.now
 	if c := meta.FindStatusCondition(p.old.Conditions, string(v1alpha1.ConditionReady)); c != nil && c.Reason == string(v1alpha1.ReasonWaitingForAPI) {
 		since = c.LastTransitionTime.Time
 	}
-	again := min(max(p.now.Sub(since)/4, time.Second), 30*time.Second)
+	again := retry.AgainAfter(p.now.Sub(since))
 	p.jobRefused = &status.Problem{Reason: v1alpha1.ReasonWaitingForAPI, Message: status.Head(fmt.Sprintf(
 		"run %s: attempt %d waits: the API server could not take its Job for now, tried again within 30 s: %v", s.RunID, s.Attempt, err), status.MaxMessage)}
 	p.plan.Wake = earliest(p.plan.Wake, p.now.Add(again))

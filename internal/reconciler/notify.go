@@ -51,7 +51,7 @@ func (p *pass) sendNotifications(ctx context.Context, due []notify.Order) error 
 			continue
 		}
 		job := jobs.BuildNotification(p.task, order.Document, order.Targets, p.r.Jobs)
-		try := p.createNotification(ctx, job, order.RunID)
+		try := p.r.createNotification(ctx, p.task, job, order.RunID)
 		if p.notificationTries == nil {
 			p.notificationTries = map[string]notify.Try{}
 		}
@@ -98,21 +98,21 @@ func (r *TaskReconciler) notificationDeadline() time.Duration {
 // server error, including a webhook it could not call, throttling, a
 // timeout, a lost connection); a policy's or a quota's refusal, an
 // invalid Job and someone else's Job under the name will not.
-func (p *pass) createNotification(ctx context.Context, job *batchv1.Job, runID string) notify.Try {
-	err := p.r.Client.Create(ctx, job)
+func (r *TaskReconciler) createNotification(ctx context.Context, task *v1alpha1.Task, job *batchv1.Job, runID string) notify.Try {
+	err := r.Client.Create(ctx, job)
 	switch {
 	case err == nil:
 		log.FromContext(ctx).Info("created notification Job", "job", job.Name, "run", runID)
 		return notify.Try{Job: job.Name}
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
-		if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
+		if err := r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
 			// Most likely ours (the name is this run's): the next pass
 			// finds it, or marks the notification Failed if it is not.
 			log.FromContext(ctx).Info("could not read the existing notification Job; taking it as ours", "job", job.Name, "error", err.Error())
 			return notify.Try{Job: job.Name}
 		}
-		if _, ours := notify.FromJobs(p.task.UID, []batchv1.Job{*existing})[runID]; !ours {
+		if _, ours := notify.FromJobs(task.UID, []batchv1.Job{*existing})[runID]; !ours {
 			return notify.Try{Refusal: fmt.Sprintf("Job %s exists and is not this Task's notification of run %s: delete or rename that Job", job.Name, runID), Final: true}
 		}
 		return notify.Try{Job: job.Name}

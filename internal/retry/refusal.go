@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -100,4 +101,15 @@ func requested(name corev1.ResourceName, requests, limits corev1.ResourceList) (
 	}
 	q, ok := limits[name]
 	return q, ok
+}
+
+// AgainAfter is how long after a create the API server refused for a
+// reason that may pass (a webhook it could not call, a 5xx, a 429) the
+// create is tried again, given how long the refusals have lasted: a
+// quarter of that, at least 1 s and at most 30 s. A webhook back after
+// 20 s costs seconds, not a minute; a long outage costs a try every 30 s.
+// Nothing but the start of the refusals is kept, so a restarted operator
+// keeps the same pace.
+func AgainAfter(refusedFor time.Duration) time.Duration {
+	return min(max(refusedFor/4, time.Second), 30*time.Second)
 }
