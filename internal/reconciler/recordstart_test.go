@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,18 +35,28 @@ func TestARunShorterThanTheRecordDelayIsWrittenOnceAndALongerOneShowsRunningAfte
 	w, err := watchClient(t).Watch(ctx, &v1alpha1.TaskList{}, client.InNamespace(ns))
 	must(t, err)
 	t.Cleanup(w.Stop)
+	var mu sync.Mutex
 	phases := map[string][]v1alpha1.TaskPhase{}
 	seen := make(chan struct{})
 	go func() {
 		defer close(seen)
 		for ev := range w.ResultChan() {
 			if task, ok := ev.Object.(*v1alpha1.Task); ok {
+				mu.Lock()
 				if p := phases[task.Name]; len(p) == 0 || p[len(p)-1] != task.Status.Phase {
 					phases[task.Name] = append(phases[task.Name], task.Status.Phase)
 				}
+				mu.Unlock()
 			}
 		}
 	}()
+	// watched is what the watch has delivered of a Task so far: the API
+	// server's answer can be ahead of its watch events.
+	watched := func(name string) []v1alpha1.TaskPhase {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]v1alpha1.TaskPhase(nil), phases[name]...)
+	}
 
 	pass := func(task *v1alpha1.Task) reconcile.Result {
 		res, err := rec.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
@@ -97,12 +108,19 @@ func TestARunShorterThanTheRecordDelayIsWrittenOnceAndALongerOneShowsRunningAfte
 		return got.Status.Phase == v1alpha1.PhaseRunning, statusSummary(got)
 	})
 
+	// Every write made is in the watch before it is read.
+	for name, last := range map[string]v1alpha1.TaskPhase{"short": v1alpha1.PhaseSucceeded, "long": v1alpha1.PhaseRunning} {
+		eventually(t, name+"'s last write in the watch", func() (bool, string) {
+			p := watched(name)
+			return len(p) > 0 && p[len(p)-1] == last, fmt.Sprint(p)
+		})
+	}
 	w.Stop()
 	<-seen
-	if got := fmt.Sprint(phases["short"]); got != "[ Succeeded]" {
+	if got := fmt.Sprint(watched("short")); got != "[ Succeeded]" {
 		t.Errorf("short's stored phases %s, want [ Succeeded]: one status write, never Running", got)
 	}
-	if got := fmt.Sprint(phases["long"]); got != "[ Running]" {
+	if got := fmt.Sprint(watched("long")); got != "[ Running]" {
 		t.Errorf("long's stored phases %s, want [ Running]", got)
 	}
 }
