@@ -26,7 +26,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Task{}, &TaskList{}, &TaskQueue{}, &TaskQueueList{})
+	s.AddKnownTypes(GroupVersion, &Task{}, &TaskList{}, &TaskQueue{}, &TaskQueueList{}, &TaskCalendar{}, &TaskCalendarList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -44,7 +44,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.suspendAfterFailures)",message="spec.suspendAfterFailures is only allowed with spec.schedule"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.skipDates) && !has(self.skipDatesFrom))",message="spec.skipDates and spec.skipDatesFrom are only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.skipDates) && !has(self.skipDatesFrom) && !has(self.skipCalendars))",message="spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.repeatedTimePolicy) && !has(self.skippedTimePolicy))",message="spec.repeatedTimePolicy and spec.skippedTimePolicy are only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.params) || self.params.map(p, has(p.default) ? size(bytes(p.default)) + size(p.name) : 0).sum() <= 4096",message="spec.params: the defaults are at most 4096 bytes in all (names included): a run's values are kept in its status"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.params) || self.params.all(p, has(p.default))",message="spec.params: every param of a cron Task needs a default: its slots run with the defaults"
@@ -373,11 +373,23 @@ type TaskSpec struct {
 	// SkipDatesFrom adds the skip dates listed in a ConfigMap key of the
 	// Task's namespace, one per line in the same forms (blank lines and
 	// lines starting with # ignored), so many Tasks share one holiday
-	// list. The operator watches it. A missing ConfigMap or key, or a line
-	// it cannot read, is a Warning event and a condition message: the
-	// schedule keeps running on skipDates and the lines it could read.
+	// list. The operator reads it when the Task plans, only where the
+	// namespace grants it get on the ConfigMap (a RoleBinding). A missing
+	// or ungranted ConfigMap or key, or a line it cannot read, is a
+	// Warning event and a condition message: the schedule keeps running on
+	// skipDates and the lines it could read.
 	// +optional
 	SkipDatesFrom *ConfigMapKeyRef `json:"skipDatesFrom,omitempty"`
+
+	// SkipCalendars names up to 4 TaskCalendars (cluster-scoped holiday
+	// lists the platform team owns) whose dates add to skipDates. A
+	// calendar that does not exist is a Warning event and a condition
+	// message; the schedule keeps running on the dates it has.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=253
+	SkipCalendars []string `json:"skipCalendars,omitempty"`
 
 	// RepeatedTimePolicy: a wall-clock time that happens twice when clocks
 	// fall back runs once, at its first occurrence (Once), or at both

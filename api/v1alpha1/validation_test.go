@@ -306,7 +306,12 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 
 		// Business calendars.
 		{"skip dates on a one-shot Task are refused", shellTask("skip-oneshot", func(t *v1alpha1.Task) { t.Spec.SkipDates = []string{"2026-12-25"} }),
-			[]string{"spec.skipDates and spec.skipDatesFrom are only allowed with spec.schedule"}},
+			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule"}},
+		{"skip calendars on a one-shot Task are refused", shellTask("calendars-oneshot", func(t *v1alpha1.Task) { t.Spec.SkipCalendars = []string{"bank"} }),
+			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule"}},
+		{"more than 4 skip calendars are refused", shellTask("calendars-five", func(t *v1alpha1.Task) {
+			t.Spec.Schedule, t.Spec.SkipCalendars = ptr.To("@daily"), []string{"a", "b", "c", "d", "e"}
+		}), []string{"spec.skipCalendars", "must have at most 4 items"}},
 		{"a skip date in another form is refused", shellTask("skip-form", func(t *v1alpha1.Task) {
 			t.Spec.Schedule, t.Spec.SkipDates = ptr.To("@daily"), []string{"25.12.2026"}
 		}), []string{"spec.skipDates[0]", "should match"}},
@@ -402,6 +407,7 @@ func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
 		t.Spec.Schedule, t.Spec.TimeZone = ptr.To("30 2 * * 1-5"), ptr.To("Europe/Berlin")
 		t.Spec.SkipDates = []string{"2026-12-24", "--12-25", "--01-01"}
 		t.Spec.SkipDatesFrom = &v1alpha1.ConfigMapKeyRef{Name: "holidays", Key: "de.txt"}
+		t.Spec.SkipCalendars = []string{"de-bank-holidays", "company"}
 		t.Spec.RepeatedTimePolicy, t.Spec.SkippedTimePolicy = v1alpha1.RepeatedTwice, v1alpha1.SkippedRunAfter
 	})
 	cronParams := shellTask("cron-params", func(t *v1alpha1.Task) {
@@ -628,4 +634,34 @@ func TestATaskQueueNameLongerThanALabelValueIsRefused(t *testing.T) {
 		t.Fatalf("a 64-character TaskQueue name: %v", err)
 	}
 	must(t, k8s.Create(ctx, testutil.NewTaskQueue(ns, strings.Repeat("q", 63), 1), client.DryRunAll))
+}
+
+// A TaskCalendar takes dates in the forms of skipDates, at most 1000.
+func TestTaskCalendarsAreCheckedAtAdmission(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		dates []string
+		want  string
+	}{
+		{"dates in both forms are accepted", []string{"2026-12-24", "--12-25"}, ""},
+		{"a date in another form is refused", []string{"24.12.2026"}, "spec.dates[0]"},
+		{"more than 1000 dates are refused", make([]string, 1001), "spec.dates"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cal := &v1alpha1.TaskCalendar{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cal-%d", len(c.dates))},
+				Spec: v1alpha1.TaskCalendarSpec{Dates: c.dates}}
+			if len(c.dates) > 1000 {
+				for i := range cal.Spec.Dates {
+					cal.Spec.Dates[i] = fmt.Sprintf("20%02d-%02d-%02d", 26+i/336, 1+i/28%12, 1+i%28)
+				}
+			}
+			err := k8s.Create(ctx, cal, client.DryRunAll)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("error %v, want one naming %s", err, c.want)
+			}
+		})
+	}
 }

@@ -32,6 +32,9 @@ const (
 	// label) by the queue: controlled by a Task and not finished
 	// (runs.HoldsPlace). A finished Job leaves the index.
 	QueuePlaces = ".metadata.labels.queue.holding"
+	// SkipCalendars indexes Tasks by the TaskCalendars spec.skipCalendars
+	// names, so an edited calendar wakes exactly its Tasks.
+	SkipCalendars = ".spec.skipCalendars"
 )
 
 // Add registers every index.
@@ -44,6 +47,11 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 			return []string{q}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, SkipCalendars, func(o client.Object) []string {
+		return o.(*v1alpha1.Task).Spec.SkipCalendars
 	}); err != nil {
 		return err
 	}

@@ -95,14 +95,21 @@ type Input struct {
 	// SkipDatesFrom is what the ConfigMap spec.skipDatesFrom names holds:
 	// its lines, or why it could not be read (nil: none named).
 	SkipDatesFrom *SkipDateList
+	// Calendars are the TaskCalendars spec.skipCalendars names, in its
+	// order: each one's dates, or why there are none (it does not exist).
+	Calendars []SkipDateList
 	Now           time.Time
 }
 
-// SkipDateList is the skip dates read from a ConfigMap (spec.skipDatesFrom).
+// SkipDateList is the skip dates read from a ConfigMap
+// (spec.skipDatesFrom) or a TaskCalendar (spec.skipCalendars).
 type SkipDateList struct {
-	Lines []string
-	// Problem says why there are no lines: the ConfigMap or its key is
-	// missing. The schedule runs on spec.skipDates meanwhile.
+	// Source names where the lines come from, for the messages.
+	Source string
+	Lines  []string
+	// Problem says why there are no lines: the ConfigMap, its key or the
+	// calendar is missing, or the namespace did not grant the read. The
+	// schedule runs on the other dates meanwhile.
 	Problem string
 }
 
@@ -198,7 +205,7 @@ func Decide(in Input) Plan {
 	d := &decision{in: in, task: in.Task, now: in.Now, p: Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}}
 	schedule, problem := validate(d.task, in.Policy)
 	if schedule != nil {
-		schedule, d.p.CalendarProblem = withCalendar(schedule, d.task, in.SkipDatesFrom)
+		schedule, d.p.CalendarProblem = withCalendar(schedule, d.task, in.SkipDatesFrom, in.Calendars)
 	}
 	if problem != nil {
 		d.p.Problem = problem
@@ -344,10 +351,10 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 }
 
 // withCalendar applies the Task's business calendar to its schedule:
-// spec.skipDates, the ConfigMap's lines, and the daylight-saving policies.
-// Dates it cannot read are left out and said in problem; a broken
-// calendar never stops a schedule.
-func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList) (*scheduler.Schedule, string) {
+// spec.skipDates, the ConfigMap's lines, the TaskCalendars' dates, and
+// the daylight-saving policies. Dates it cannot read are left out and
+// said in problem; a broken calendar never stops a schedule.
+func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList, calendars []SkipDateList) (*scheduler.Schedule, string) {
 	spec := &task.Spec
 	cal := scheduler.Calendar{Once: spec.RepeatedTimePolicy != v1alpha1.RepeatedTwice, RunAfter: spec.SkippedTimePolicy == v1alpha1.SkippedRunAfter}
 	var problems []string
@@ -362,6 +369,16 @@ func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList
 		default:
 			if bad := cal.AddDates(from.Lines); len(bad) > 0 {
 				problems = append(problems, where+": "+strings.Join(bad, "; ")+" (ignored)")
+			}
+		}
+	}
+	for _, c := range calendars {
+		switch {
+		case c.Problem != "":
+			problems = append(problems, c.Problem)
+		default:
+			if bad := cal.AddDates(c.Lines); len(bad) > 0 {
+				problems = append(problems, c.Source+": "+strings.Join(bad, "; ")+" (ignored)")
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/plan"
 )
 
@@ -45,6 +46,32 @@ func (p *pass) readSkipDates(ctx context.Context, in *plan.Input) error {
 		return nil
 	}
 	in.SkipDatesFrom = &plan.SkipDateList{Lines: strings.Split(data, "\n")}
+	return nil
+}
+
+// +kubebuilder:rbac:groups=batch.taskops.io,resources=taskcalendars,verbs=get;list;watch
+
+// readCalendars reads, from the cache, the TaskCalendars a cron Task's
+// spec.skipCalendars names: cluster-scoped holiday lists the platform team
+// owns, watched (calendarwatch.go), so an edit wakes the Tasks naming
+// them. One that does not exist is the plan's to report; the schedule
+// runs on the other dates meanwhile.
+func (p *pass) readCalendars(ctx context.Context, in *plan.Input) error {
+	if p.task.Spec.Schedule == nil {
+		return nil
+	}
+	for _, name := range p.task.Spec.SkipCalendars {
+		var cal v1alpha1.TaskCalendar
+		switch err := p.r.Client.Get(ctx, types.NamespacedName{Name: name}, &cal); {
+		case apierrors.IsNotFound(err):
+			in.Calendars = append(in.Calendars, plan.SkipDateList{Source: "TaskCalendar " + name,
+				Problem: fmt.Sprintf("TaskCalendar %s (spec.skipCalendars) does not exist", name)})
+		case err != nil:
+			return fmt.Errorf("reading TaskCalendar %s (spec.skipCalendars): %w", name, err)
+		default:
+			in.Calendars = append(in.Calendars, plan.SkipDateList{Source: "TaskCalendar " + name, Lines: cal.Spec.Dates})
+		}
+	}
 	return nil
 }
 

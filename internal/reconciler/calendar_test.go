@@ -206,3 +206,54 @@ func TestASkipDatesFromTheNamespaceDidNotGrantSaysHowAndTheScheduleRuns(t *testi
 		t.Fatalf("%d SkipDatesUnreadable events, want 1", unreadable)
 	}
 }
+
+// A holiday list the platform team owns for the whole cluster: a
+// TaskCalendar's date holds the slot (SlotSkipped, SkipDate) of a Task in
+// any namespace that names it; an edit wakes the Task at once (the
+// operator watches calendars); a calendar that does not exist is a
+// Warning and a Ready message while the schedule goes on.
+func TestATaskCalendarHoldsTheSlotsOfTheTasksNamingIt(t *testing.T) {
+	ns := newNamespace(t)
+	fakeClock.SetTime(time.Now())
+	t.Cleanup(func() { fakeClock.SetTime(time.Now()) })
+	now := fakeClock.Now().UTC()
+	slot := time.Date(now.Year(), now.Month(), now.Day(), 9, 0, 0, 0, time.UTC)
+	if !slot.After(now) {
+		slot = slot.AddDate(0, 0, 1)
+	}
+	cal := &v1alpha1.TaskCalendar{ObjectMeta: metav1.ObjectMeta{Name: "holidays-" + ns},
+		Spec: v1alpha1.TaskCalendarSpec{Dates: []string{slot.Format("2006-01-02")}, Description: "the bank's holidays"}}
+	must(t, k8s.Create(ctx, cal))
+	t.Cleanup(func() { _ = k8s.Delete(ctx, cal) })
+	task := newTask(ns, "settlement", testutil.Schedule("0 9 * * *"), func(x *v1alpha1.Task) {
+		x.Spec.SkipCalendars = []string{cal.Name}
+	})
+	must(t, k8s.Create(ctx, task))
+	nextIs := func(want time.Time) {
+		t.Helper()
+		waitTask(t, task, "nextScheduleTime "+want.Format(time.RFC3339), func(x *v1alpha1.Task) bool {
+			return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.Time.Equal(want)
+		})
+	}
+	nextIs(slot.AddDate(0, 0, 1))
+
+	// The date goes from the calendar: the watch wakes the Task.
+	latest := &v1alpha1.TaskCalendar{}
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(cal), latest))
+	latest.Spec.Dates = []string{"--12-25"}
+	must(t, k8s.Update(ctx, latest))
+	nextIs(slot)
+
+	// The calendar goes: a Warning, and the schedule goes on.
+	must(t, k8s.Delete(ctx, latest))
+	got := waitTask(t, task, "the missing calendar in Ready's message", func(x *v1alpha1.Task) bool {
+		c := condition(x, v1alpha1.ConditionReady)
+		return c != nil && strings.Contains(c.Message, "TaskCalendar "+cal.Name+" (spec.skipCalendars) does not exist")
+	})
+	if got.Status.NextScheduleTime == nil || !got.Status.NextScheduleTime.Time.Equal(slot) {
+		t.Fatalf("nextScheduleTime %v, want %s: the schedule goes on", got.Status.NextScheduleTime, slot)
+	}
+	eventually(t, "a SkipDatesUnreadable event", func() (bool, string) {
+		return hasEvent(t, task, v1alpha1.EventSkipDatesUnreadable, cal.Name), "none yet"
+	})
+}

@@ -21,7 +21,7 @@
 //     the Retry-After a failed http attempt reported, the TaskQueue the
 //     Task names (its admission record, from the cache) and the
 //     namespace's opt-in when the policy flag asks for it, and the
-//     holiday list a cron Task names.
+//     holiday lists a cron Task names (a ConfigMap, TaskCalendars).
 //  2. decide: plan.Decide, once, into one plan value.
 //  3. act (act.go): labels put back, attempts stopped, outputs and
 //     Retry-After kept on Jobs, Jobs created, old runs' Jobs pruned.
@@ -66,9 +66,11 @@
 //   - notify.go: the notification Jobs of ended runs (spec.notify), tried
 //     again while the API server refuses them for a reason that may pass,
 //     and their events;
-//   - calendar.go: the holiday list a cron Task names
-//     (spec.skipDatesFrom), read when it plans where the namespace grants
-//     it (the operator has no read of ConfigMaps of its own);
+//   - calendar.go, calendarwatch.go: the holiday lists a cron Task names:
+//     spec.skipDatesFrom, read when it plans where the namespace grants
+//     it (the operator has no read of ConfigMaps of its own), and
+//     spec.skipCalendars (cluster-scoped TaskCalendars, cached), whose
+//     edits wake the Tasks naming them;
 //   - fairness.go: new Tasks of a namespace beyond its fair share wait
 //     behind other namespaces' (the work queue's order);
 //   - delete.go: a deleted Task's Jobs, behind the finalizer;

@@ -42,6 +42,9 @@ func (p *pass) observe(ctx context.Context) (plan.Input, error) {
 	if err := p.readSkipDates(ctx, &in); err != nil {
 		return in, err
 	}
+	if err := p.readCalendars(ctx, &in); err != nil {
+		return in, err
+	}
 	timeout := retry.StartTimeout(&p.task.Spec)
 	for i := range in.Runs {
 		a := in.Runs[i].Latest()

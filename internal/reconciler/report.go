@@ -162,7 +162,7 @@ func (p *pass) slotEvents(s *scheduler.Slots) {
 			fmt.Sprintf("slot %s skipped: %d consecutive runs failed (suspendAfterFailures)", slot, task.Status.ConsecutiveFailures))
 	case scheduler.SkipDate:
 		r.event(task, nil, eventNormal, v1alpha1.EventSlotSkipped, "Schedule",
-			fmt.Sprintf("slot %s skipped (%s): its date is a skip date (spec.skipDates, spec.skipDatesFrom)", slot, scheduler.SkipDate))
+			fmt.Sprintf("slot %s skipped (%s): its date is a skip date (spec.skipDates, spec.skipDatesFrom, spec.skipCalendars)", slot, scheduler.SkipDate))
 	case scheduler.SkipForbidden:
 		r.event(task, nil, eventWarning, v1alpha1.EventSlotSkipped, "Schedule",
 			fmt.Sprintf("slot %s skipped: a run is still active (concurrencyPolicy: Forbid)", slot))

@@ -31,6 +31,8 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}, builder.WithPredicates(jobChanged)).
 		// An admission starts work: the default priority (queuewatch.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache(), lines: r.Lines}).
+		// An edited holiday calendar (calendarwatch.go).
+		Watches(&v1alpha1.TaskCalendar{}, calendarToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)
 	if r.Shortcuts.On() {
 		// New Tasks once more, at start priority; and the Tasks the queue

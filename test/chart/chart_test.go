@@ -266,7 +266,7 @@ func TestTheChartsValuesShapeWhatTheyName(t *testing.T) {
 		{"extraArgs", strings.Contains(args, "--max-concurrent-reconciles=64") && strings.Contains(args, "--leader-elect")},
 		{"podDisruptionBudget", kinds["PodDisruptionBudget"] == 1},
 		{"networkPolicy", kinds["NetworkPolicy"] == 1},
-		{"crds", kinds["CustomResourceDefinition"] == 2},
+		{"crds", kinds["CustomResourceDefinition"] == 3},
 	}
 	for _, ck := range checks {
 		if !ck.ok {

@@ -45,7 +45,7 @@ func TestTheHelmChartInstallsRunsTasksAndUninstallsKeepingTheCRDs(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	crds := []string{"tasks.batch.taskops.io", "taskqueues.batch.taskops.io"}
+	crds := []string{"tasks.batch.taskops.io", "taskqueues.batch.taskops.io", "taskcalendars.batch.taskops.io"}
 	waitNamespaceGone(t, deployNamespace)
 	kubectl(t, 30*time.Second, "create", "namespace", deployNamespace)
 	kubectl(t, 30*time.Second, "label", "namespace", deployNamespace, "pod-security.kubernetes.io/enforce=restricted")

@@ -123,16 +123,18 @@ func StartCluster(o ClusterOptions) (*Cluster, error) {
 	if out, err := c.RunKubectl(context.Background(), "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.Root, "config", "crd", "bases")); err != nil {
 		return nil, fmt.Errorf("installing the CRD: %w\n%s", err, out)
 	}
-	// `kubectl wait` fails, rather than waits, while the new CRD has no
-	// conditions yet: poll its Established condition instead.
+	// `kubectl wait` fails, rather than waits, while a new CRD has no
+	// conditions yet: poll their Established conditions instead. All of
+	// them: the operator watches each kind, and does not start without.
+	crds := []string{"tasks.batch.taskops.io", "taskqueues.batch.taskops.io", "taskcalendars.batch.taskops.io"}
 	established := func() bool {
-		out, err := c.RunKubectl(context.Background(), "get", "crd", "tasks.batch.taskops.io",
-			"-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
-		return err == nil && strings.TrimSpace(string(out)) == "True"
+		out, err := c.RunKubectl(context.Background(), append(append([]string{"get", "crd"}, crds...),
+			"-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Established")].status}{" "}{end}`)...)
+		return err == nil && strings.TrimSpace(string(out)) == strings.TrimSpace(strings.Repeat("True ", len(crds)))
 	}
 	for deadline := time.Now().Add(60 * time.Second); !established(); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the Task CRD was not Established within 60s")
+			return nil, fmt.Errorf("the CRDs %v were not Established within 60s", crds)
 		}
 	}
 	c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)

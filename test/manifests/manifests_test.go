@@ -233,6 +233,7 @@ func TestRenderedNames(t *testing.T) {
 		{"Namespace", "", namespace},
 		{"CustomResourceDefinition", "", "tasks.batch.taskops.io"},
 		{"CustomResourceDefinition", "", "taskqueues.batch.taskops.io"},
+		{"CustomResourceDefinition", "", "taskcalendars.batch.taskops.io"},
 		{"ServiceAccount", namespace, serviceAccount},
 		{"ClusterRole", "", generatedRoleName},
 		{"ClusterRole", "", "task-operator-task-viewer"},
