@@ -98,7 +98,7 @@ type Input struct {
 	// Calendars are the TaskCalendars spec.skipCalendars names, in its
 	// order: each one's dates, or why there are none (it does not exist).
 	Calendars []SkipDateList
-	Now           time.Time
+	Now       time.Time
 }
 
 // SkipDateList is the skip dates read from a ConfigMap
