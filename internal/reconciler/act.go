@@ -90,6 +90,9 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 		p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(created, s.Attempt))
 		return nil
 	}
+	if behind, err := p.cacheBehindDelete(ctx, job); err != nil || behind {
+		return err
+	}
 	if legacy, err := p.legacyAttempt(ctx, s); err != nil || legacy != nil {
 		if legacy != nil {
 			p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(legacy, s.Attempt))

@@ -61,6 +61,8 @@
 //   - queuewatch.go: the TaskQueue events that wake Tasks (an admission,
 //     a queue appearing, going or suspended) and the wake-up a status
 //     write hands the queue controller;
+//   - deletedjobs.go: the Jobs this process saw deleted lately, so a pass
+//     from a cache that is behind never creates one again;
 //   - jobrefused.go: a Job the API server refuses for a reason the spec
 //     does not decide (JobRefused, a quota on Jobs), rechecked slowly;
 //   - notify.go: the notification Jobs of ended runs (spec.notify), tried

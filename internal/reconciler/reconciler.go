@@ -68,6 +68,9 @@ type TaskReconciler struct {
 	// newTasks holds the new Tasks queued for their first pass, per
 	// namespace, for fairness between namespaces (fairness.go).
 	newTasks newTasksWaiting
+	// deleted are the Task Jobs this process saw deleted lately
+	// (deletedjobs.go): a pass never creates one of them again.
+	deleted deletedJobs
 }
 
 // LeaseHolder reports whether this replica may act as the leader right

@@ -28,7 +28,8 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		Named("task").
 		For(&v1alpha1.Task{}, builder.WithPredicates(taskChanged)).
 		// As Owns(&batchv1.Job{}) would, at a lower priority (internal/fastpath).
-		Watches(&batchv1.Job{}, fastpath.RecordingHandler{Owner: owner}, builder.WithPredicates(jobChanged)).
+		// Each deleted Job is remembered before its Task's pass (deletedjobs.go).
+		Watches(&batchv1.Job{}, rememberDeletes{next: fastpath.RecordingHandler{Owner: owner}, r: r}, builder.WithPredicates(jobChanged)).
 		// An admission starts work: the default priority (queuewatch.go).
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache(), lines: r.Lines}).
 		// An edited holiday calendar (calendarwatch.go).

@@ -142,3 +142,44 @@ func labelsString(l map[string]string) string {
 	}
 	return b.String()
 }
+
+// The pass a Job's delete brings may read the Task from a cache that is
+// behind the status write that recorded the attempt: from such a Task the
+// attempt looks never started. It must not create the deleted Job again
+// (the same attempt twice); it looks again once its cache has caught up,
+// and then counts the attempt as deleted. (Seen in `make test-stress`
+// without the speed shortcuts: the Task back to Running for a minute.)
+func TestAPassFromABehindCacheDoesNotCreateAJustDeletedJobAgain(t *testing.T) {
+	ns := newNamespace(t)
+	task := newTask(ns, "deleted-early", manual)
+	must(t, k8s.Create(ctx, task))
+	before := getTask(t, task) // as a lagging cache may still show it
+	reconcileUntil(t, task, "attempt 1 recorded", func(x *v1alpha1.Task) bool { return x.Status.Attempts == 1 && len(x.Status.Active) == 1 })
+	job := jobsOf(t, task)[0]
+
+	r := manualReconciler(staleTask{Client: manualClient, task: before})
+	deleteJob(t, &job)
+	r.SawJobDeleted(&job) // as the Job watch does, before it wakes the Task
+	eventually(t, "the Job gone from the manual cache", func() (bool, string) {
+		var list batchv1.JobList
+		must(t, manualClient.List(ctx, &list, client.InNamespace(ns)))
+		return len(list.Items) == 0, itoa(len(list.Items)) + " Jobs"
+	})
+	res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
+	must(t, err)
+	if n := len(jobsOf(t, task)); n != 0 {
+		t.Fatalf("a pass from the behind cache created the deleted Job again (%d Jobs)", n)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
+		t.Fatalf("requeued after %s, want at most a second", res.RequeueAfter)
+	}
+
+	// Caught up: the attempt counts as deleted, the run fails, no Job.
+	failed := reconcileUntil(t, task, "phase Failed", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseFailed })
+	if c := condition(failed, v1alpha1.ConditionFailed); !strings.Contains(c.Message, string(v1alpha1.AttemptJobDeleted)) {
+		t.Fatalf("Failed condition %s: %s, want it naming JobDeleted", c.Reason, c.Message)
+	}
+	if n := len(jobsOf(t, task)); n != 0 {
+		t.Fatalf("%d Jobs, want none", n)
+	}
+}
