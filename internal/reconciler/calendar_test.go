@@ -196,14 +196,8 @@ func TestASkipDatesFromTheNamespaceDidNotGrantSaysHowAndTheScheduleRuns(t *testi
 	if got.Status.NextScheduleTime == nil || got.Status.Phase != v1alpha1.PhaseScheduled {
 		t.Fatalf("%s: the schedule does not run on the dates it has", statusSummary(got))
 	}
-	unreadable := 0
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventSkipDatesUnreadable)) {
-			unreadable++
-		}
-	}
-	if unreadable != 1 {
-		t.Fatalf("%d SkipDatesUnreadable events, want 1", unreadable)
+	if unreadable := eventsOf(recorder, v1alpha1.EventSkipDatesUnreadable); len(unreadable) != 1 {
+		t.Fatalf("SkipDatesUnreadable events %q, want 1", unreadable)
 	}
 }
 

@@ -343,12 +343,7 @@ func TestMissedSlotsAreReportedWhenTheWriteOfThePassThatStartedTheNewestIsLost(t
 		got := getTask(t, task)
 		return err == nil && got.Status.LastScheduleTime != nil && got.Status.LastScheduleTime.Time.Equal(newest), statusSummary(got)
 	})
-	var missed []string
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventMissedSchedules)) {
-			missed = append(missed, e)
-		}
-	}
+	missed := eventsOf(recorder, v1alpha1.EventMissedSchedules)
 	if len(missed) != 1 || !strings.Contains(missed[0], "5 earlier slot(s)") {
 		t.Fatalf("MissedSchedules events %q, want one for 5 earlier slots", missed)
 	}

@@ -360,12 +360,7 @@ func TestARefusedNotificationJobNeverHoldsBackTheResult(t *testing.T) {
 	if res.RequeueAfter != 0 && res.RequeueAfter < time.Minute {
 		t.Fatalf("the refused notification is retried after %s", res.RequeueAfter)
 	}
-	var notes []string
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventNotificationFailed)) {
-			notes = append(notes, e)
-		}
-	}
+	notes := eventsOf(recorder, v1alpha1.EventNotificationFailed)
 	if len(notes) != 1 || !strings.Contains(notes[0], "exceeded quota: jobs") {
 		t.Fatalf("NotificationFailed events %q, want one naming the quota", notes)
 	}

@@ -1,6 +1,7 @@
 package reconciler_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,12 +141,7 @@ func TestANotificationStillRefusedAtItsDeadlineFailsWithTheLastReason(t *testing
 	if res.RequeueAfter != 0 && res.RequeueAfter < time.Minute {
 		t.Fatalf("a failed notification is tried again after %s", res.RequeueAfter)
 	}
-	var notes []string
-	for len(recorder.Events) > 0 {
-		if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventNotificationFailed)) {
-			notes = append(notes, e)
-		}
-	}
+	notes := eventsOf(recorder, v1alpha1.EventNotificationFailed)
 	if len(notes) != 1 || !strings.Contains(notes[0], "failed calling webhook") {
 		t.Fatalf("NotificationFailed events %q, want one naming the webhook", notes)
 	}
@@ -282,12 +278,7 @@ func TestACronSlotInsideAnOutageRunsLateOrIsSkippedPastItsStartingDeadline(t *te
 				_, got = pass(t, r, task)
 			}
 			js := jobsOf(t, task)
-			skipped := false
-			for len(recorder.Events) > 0 {
-				if e := <-recorder.Events; strings.Contains(e, string(v1alpha1.EventSlotSkipped)) && strings.Contains(e, "startingDeadlineSeconds") {
-					skipped = true
-				}
-			}
+			skipped := slices.ContainsFunc(eventsOf(recorder, v1alpha1.EventSlotSkipped), func(e string) bool { return strings.Contains(e, "startingDeadlineSeconds") })
 			switch {
 			case tc.runs && (len(js) != 1 || js[0].Labels[v1alpha1.LabelRun] != runs.ScheduledID(slot)):
 				t.Fatalf("Jobs %d (%v), want the slot's one, late", len(js), js)

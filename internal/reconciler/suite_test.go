@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -242,6 +244,18 @@ func waitJobs(t *testing.T, task *v1alpha1.Task, n int) []batchv1.Job {
 		return len(js) == n, fmt.Sprintf("%d Jobs", len(js))
 	})
 	return js
+}
+
+// eventsOf drains recorder (a hand-driven reconciler's events) and
+// returns the events of reason.
+func eventsOf(recorder *events.FakeRecorder, reason v1alpha1.Reason) []string {
+	var out []string
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, string(reason)) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // waitJobsAtOnce is waitJobs for what the operator promises to do on the
