@@ -16,9 +16,9 @@ import (
 
 func setSuspend(t *testing.T, task *v1alpha1.Task, on bool) {
 	t.Helper()
-	fresh := getTask(t, task)
-	fresh.Spec.Suspend = ptr.To(on)
-	must(t, k8s.Update(ctx, fresh))
+	editTask(t, task, func(fresh *v1alpha1.Task) {
+		fresh.Spec.Suspend = ptr.To(on)
+	})
 }
 
 func TestRunNowWaitsForTheActiveRunUnderForbid(t *testing.T) {

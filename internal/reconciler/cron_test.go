@@ -175,9 +175,9 @@ func TestEditingTheScheduleNeverStartsARun(t *testing.T) {
 	task, first := scheduledTask(t, ns, "edited", testutil.Schedule("0 0 1 1 *"))
 	// Time passes beyond many minutes; then the schedule becomes every minute.
 	fakeClock.SetTime(first.CreationTimestamp.Add(10 * time.Minute))
-	fresh := getTask(t, task)
-	fresh.Spec.Schedule = ptr.To("* * * * *")
-	must(t, k8s.Update(ctx, fresh))
+	editTask(t, task, func(fresh *v1alpha1.Task) {
+		fresh.Spec.Schedule = ptr.To("* * * * *")
+	})
 	got := waitTask(t, task, "the edit seen", func(x *v1alpha1.Task) bool { return x.Status.ObservedGeneration == x.Generation })
 	reconcileOnce(t, rec, task)
 	if n := len(jobsOf(t, task)); n != 0 {
@@ -269,9 +269,9 @@ func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 		return hasEvent(t, task, v1alpha1.EventInvalidSchedule, "spec.schedule"), "none yet"
 	})
 
-	fixed := getTask(t, task)
-	fixed.Spec.Schedule = ptr.To("*/5 * * * *")
-	must(t, k8s.Update(ctx, fixed))
+	editTask(t, task, func(fixed *v1alpha1.Task) {
+		fixed.Spec.Schedule = ptr.To("*/5 * * * *")
+	})
 	good := waitTask(t, task, "phase Scheduled", phaseIs(v1alpha1.PhaseScheduled))
 	assertConditions(t, good, T, F, F, F)
 }

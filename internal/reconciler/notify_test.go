@@ -268,9 +268,9 @@ func TestAFailureStreakSuspendsACronTaskUntilARunNowRunSucceeds(t *testing.T) {
 
 func TestAFailureStreakSuspendsACronTaskUntilTheSpecChanges(t *testing.T) {
 	task := streak(t, newNamespace(t), "streak-edit")
-	fresh := getTask(t, task)
-	fresh.Spec.Shell = "echo fixed"
-	must(t, k8s.Update(ctx, fresh))
+	editTask(t, task, func(fresh *v1alpha1.Task) {
+		fresh.Spec.Shell = "echo fixed"
+	})
 	got := waitTask(t, task, "the new generation observed", func(x *v1alpha1.Task) bool {
 		return x.Status.ObservedGeneration == x.Generation && x.Generation > task.Generation
 	})

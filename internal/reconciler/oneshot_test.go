@@ -335,9 +335,9 @@ func TestAJobTheAPIServerRefusesMakesTheSpecInvalidUntilFixed(t *testing.T) {
 		return res.RequeueAfter == 0, fmt.Sprintf("requeued after %s", res.RequeueAfter)
 	})
 
-	fixed := getTask(t, task)
-	fixed.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: mustQuantity("50m")}
-	must(t, k8s.Update(ctx, fixed))
+	editTask(t, task, func(fixed *v1alpha1.Task) {
+		fixed.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: mustQuantity("50m")}
+	})
 	waitJobs(t, task, 1)
 	running := waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 	assertConditions(t, running, U, F, T, F)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -194,6 +195,19 @@ func getTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {
 	t.Helper()
 	got := &v1alpha1.Task{}
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(task), got))
+	return got
+}
+
+// editTask changes the Task as a user would, again on a conflict: the
+// operator writes its status meanwhile. It returns the Task as stored.
+func editTask(t *testing.T, task *v1alpha1.Task, edit func(*v1alpha1.Task)) *v1alpha1.Task {
+	t.Helper()
+	var got *v1alpha1.Task
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got = getTask(t, task)
+		edit(got)
+		return k8s.Update(ctx, got)
+	}))
 	return got
 }
 
