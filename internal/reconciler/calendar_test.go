@@ -45,24 +45,18 @@ func TestASkippedHolidayFromAConfigMap(t *testing.T) {
 		x.Spec.SkipDatesFrom = &v1alpha1.ConfigMapKeyRef{Name: "holidays", Key: "dates"}
 	})
 	must(t, k8s.Create(ctx, task))
-	nextIs := func(want time.Time) {
-		t.Helper()
-		waitTask(t, task, "nextScheduleTime "+want.Format(time.RFC3339), func(x *v1alpha1.Task) bool {
-			return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.Time.Equal(want)
-		})
-	}
-	nextIs(slot.AddDate(0, 0, 1))
+	waitNextSchedule(t, task, slot.AddDate(0, 0, 1))
 
 	// The line goes: the Task's next pass (poked here; at the latest its
 	// next slot) sees it, and its next slot is back.
 	cm.Data["dates"] = "# company holidays\n"
 	must(t, k8s.Update(ctx, cm))
 	poke(t, task)
-	nextIs(slot)
+	waitNextSchedule(t, task, slot)
 	cm.Data["dates"] = holiday + "\nnot-a-date\n"
 	must(t, k8s.Update(ctx, cm))
 	poke(t, task)
-	nextIs(slot.AddDate(0, 0, 1))
+	waitNextSchedule(t, task, slot.AddDate(0, 0, 1))
 	got := waitTask(t, task, "the bad line in Ready's message", func(x *v1alpha1.Task) bool {
 		c := condition(x, v1alpha1.ConditionReady)
 		return c != nil && strings.Contains(c.Message, `"not-a-date" is not YYYY-MM-DD or --MM-DD`)
@@ -223,20 +217,14 @@ func TestATaskCalendarHoldsTheSlotsOfTheTasksNamingIt(t *testing.T) {
 		x.Spec.SkipCalendars = []string{cal.Name}
 	})
 	must(t, k8s.Create(ctx, task))
-	nextIs := func(want time.Time) {
-		t.Helper()
-		waitTask(t, task, "nextScheduleTime "+want.Format(time.RFC3339), func(x *v1alpha1.Task) bool {
-			return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.Time.Equal(want)
-		})
-	}
-	nextIs(slot.AddDate(0, 0, 1))
+	waitNextSchedule(t, task, slot.AddDate(0, 0, 1))
 
 	// The date goes from the calendar: the watch wakes the Task.
 	latest := &v1alpha1.TaskCalendar{}
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(cal), latest))
 	latest.Spec.Dates = []string{"--12-25"}
 	must(t, k8s.Update(ctx, latest))
-	nextIs(slot)
+	waitNextSchedule(t, task, slot)
 
 	// The calendar goes: a Warning, and the schedule goes on.
 	must(t, k8s.Delete(ctx, latest))

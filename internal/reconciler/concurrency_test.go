@@ -16,7 +16,7 @@ import (
 
 func setSuspend(t *testing.T, task *v1alpha1.Task, on bool) {
 	t.Helper()
-	editTask(t, task, func(fresh *v1alpha1.Task) {
+	edit(t, task, func(fresh *v1alpha1.Task) {
 		fresh.Spec.Suspend = ptr.To(on)
 	})
 }

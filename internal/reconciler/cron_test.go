@@ -175,7 +175,7 @@ func TestEditingTheScheduleNeverStartsARun(t *testing.T) {
 	task, first := scheduledTask(t, ns, "edited", testutil.Schedule("0 0 1 1 *"))
 	// Time passes beyond many minutes; then the schedule becomes every minute.
 	fakeClock.SetTime(first.CreationTimestamp.Add(10 * time.Minute))
-	editTask(t, task, func(fresh *v1alpha1.Task) {
+	edit(t, task, func(fresh *v1alpha1.Task) {
 		fresh.Spec.Schedule = ptr.To("* * * * *")
 	})
 	got := waitTask(t, task, "the edit seen", func(x *v1alpha1.Task) bool { return x.Status.ObservedGeneration == x.Generation })
@@ -269,7 +269,7 @@ func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 		return hasEvent(t, task, v1alpha1.EventInvalidSchedule, "spec.schedule"), "none yet"
 	})
 
-	editTask(t, task, func(fixed *v1alpha1.Task) {
+	edit(t, task, func(fixed *v1alpha1.Task) {
 		fixed.Spec.Schedule = ptr.To("*/5 * * * *")
 	})
 	good := waitTask(t, task, "phase Scheduled", phaseIs(v1alpha1.PhaseScheduled))

@@ -41,7 +41,7 @@ func TestRaisingMaxRetryAfterARunFailedStartsNoAttempt(t *testing.T) {
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
 	reconcileUntil(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))
 
-	edited := editTask(t, task, func(edited *v1alpha1.Task) {
+	edited := edit(t, task, func(edited *v1alpha1.Task) {
 		edited.Spec.MaxRetry = 2
 	})
 	reconcileUntil(t, task, "the edit seen", func(x *v1alpha1.Task) bool { return x.Status.ObservedGeneration == edited.Generation })

@@ -268,7 +268,7 @@ func TestAFailureStreakSuspendsACronTaskUntilARunNowRunSucceeds(t *testing.T) {
 
 func TestAFailureStreakSuspendsACronTaskUntilTheSpecChanges(t *testing.T) {
 	task := streak(t, newNamespace(t), "streak-edit")
-	editTask(t, task, func(fresh *v1alpha1.Task) {
+	edit(t, task, func(fresh *v1alpha1.Task) {
 		fresh.Spec.Shell = "echo fixed"
 	})
 	got := waitTask(t, task, "the new generation observed", func(x *v1alpha1.Task) bool {

@@ -335,7 +335,7 @@ func TestAJobTheAPIServerRefusesMakesTheSpecInvalidUntilFixed(t *testing.T) {
 		return res.RequeueAfter == 0, fmt.Sprintf("requeued after %s", res.RequeueAfter)
 	})
 
-	editTask(t, task, func(fixed *v1alpha1.Task) {
+	edit(t, task, func(fixed *v1alpha1.Task) {
 		fixed.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: mustQuantity("50m")}
 	})
 	waitJobs(t, task, 1)

@@ -12,7 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,20 +25,6 @@ import (
 	"github.com/taskops/task-operator/internal/waitline"
 	"github.com/taskops/task-operator/test/harness"
 )
-
-// editQueue changes the queue's spec as a user would, again on a conflict:
-// the queue controller writes its status meanwhile. It returns the queue
-// as stored.
-func editQueue(t *testing.T, q *v1alpha1.TaskQueue, edit func(*v1alpha1.TaskQueue)) *v1alpha1.TaskQueue {
-	t.Helper()
-	var got *v1alpha1.TaskQueue
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		got = getQueue(t, q)
-		edit(got)
-		return k8s.Update(ctx, got)
-	}))
-	return got
-}
 
 // watchClient is a client that can watch, for harness.RecordJobs.
 func watchClient(t *testing.T) client.WithWatch {
@@ -116,7 +101,7 @@ func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirst
 	}
 
 	// Resumed: the urgent Task and the first to come run, the rest wait.
-	editQueue(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.Suspend = nil })
+	edit(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.Suspend = nil })
 	waitQueue(t, q, "2 running, 3 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Running == 2 && q.Status.Queued == 3 })
 	waitJobs(t, tasks[4], 1)
 	waitJobs(t, tasks[0], 1)
@@ -185,13 +170,13 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 		tasks = append(tasks, task)
 		fakeClock.Step(time.Second)
 	}
-	editQueue(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.Suspend = nil })
+	edit(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.Suspend = nil })
 	waitQueue(t, q, "3 running, 2 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Running == 3 && q.Status.Queued == 2 })
 	for _, task := range tasks[:3] {
 		waitJobsAtOnce(t, task, 1) // a place is held from admission; its Job follows on that event
 	}
 
-	lowered := editQueue(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.MaxRunning = 1 })
+	lowered := edit(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.MaxRunning = 1 })
 	waitQueue(t, q, "generation seen", func(got *v1alpha1.TaskQueue) bool { return got.Status.ObservedGeneration == lowered.Generation })
 	for _, task := range tasks[:3] {
 		if js := jobsOf(t, task); len(js) != 1 || runs.AttemptOf(&js[0], 1).Phase != runs.Active {
@@ -206,7 +191,7 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 		t.Fatal("admitted while at the lowered cap")
 	}
 
-	editQueue(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.MaxRunning = 3 })
+	edit(t, q, func(q *v1alpha1.TaskQueue) { q.Spec.MaxRunning = 3 })
 	waitJobsAtOnce(t, tasks[3], 1)
 	waitJobsAtOnce(t, tasks[4], 1)
 	if m := jobs.MaxActive(); m > 3 {

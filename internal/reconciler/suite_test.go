@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,17 +199,29 @@ func getTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {
 	return got
 }
 
-// editTask changes the Task as a user would, again on a conflict: the
-// operator writes its status meanwhile. It returns the Task as stored.
-func editTask(t *testing.T, task *v1alpha1.Task, edit func(*v1alpha1.Task)) *v1alpha1.Task {
+// edit changes an object the operator also writes (a Task, a TaskQueue:
+// their status) as a user would: read, change, update, again on a
+// conflict. It returns the object as stored.
+func edit[T client.Object](t *testing.T, obj T, change func(T)) T {
 	t.Helper()
-	var got *v1alpha1.Task
+	var got T
 	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		got = getTask(t, task)
-		edit(got)
+		got = reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T) // a fresh object each try
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+			return err
+		}
+		change(got)
 		return k8s.Update(ctx, got)
 	}))
 	return got
+}
+
+// waitNextSchedule waits until the Task's status.nextScheduleTime is want.
+func waitNextSchedule(t *testing.T, task *v1alpha1.Task, want time.Time) {
+	t.Helper()
+	waitTask(t, task, "nextScheduleTime "+want.Format(time.RFC3339), func(x *v1alpha1.Task) bool {
+		return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.Time.Equal(want)
+	})
 }
 
 // waitTask waits until the stored Task satisfies ok.
