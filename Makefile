@@ -35,6 +35,13 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go 
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
+.PHONY: verify
+verify: verify-generated verify-yaml ## Fail when generated files are stale or a YAML file repeats a key.
+
+.PHONY: verify-yaml
+verify-yaml: ## Fail when a tracked YAML file repeats a key in one mapping (Helm would silently keep the last).
+	go run ./hack/yamlcheck $$(git ls-files '*.yaml' '*.yml')
+
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when committed generated files are stale.
 	CONTROLLER_GEN=$(CONTROLLER_GEN) hack/verify-generated.sh
@@ -107,7 +114,7 @@ check-prometheus: ## Validate config/prometheus (rules as promtool does; every q
 	cd hack/promcheck && METRIC_NAMES=$(CURDIR)/tmp/metric-names.txt go test ./... -count=1
 
 .PHONY: test-integration
-test-integration: vet lint verify-generated ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop), and the reconciler's once without its speed shortcuts.
+test-integration: vet lint verify ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop), and the reconciler's once without its speed shortcuts.
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./... -count=1
 	$(MAKE) --no-print-directory test-no-shortcuts
 

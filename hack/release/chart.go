@@ -140,3 +140,41 @@ func templated(node *yaml.RNode, extraLabels string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// chartArchive is the name `helm package` gives the chart of version
+// (v0.2.0 -> task-operator-0.2.0.tgz).
+func chartArchive(version string) string {
+	return fmt.Sprintf("task-operator-%s.tgz", strings.TrimPrefix(version, "v"))
+}
+
+// writeChartArchive packages the chart as `helm package` does (every file
+// under charts/task-operator/, in a folder named for the chart), but
+// reproducibly: Helm's own packager dates entries with the clock. The
+// release's checksums.txt lists it; test/chart loads it with Helm.
+func writeChartArchive(version, out string) error {
+	var files []file
+	err := filepath.WalkDir(chartDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(filepath.Dir(chartDir), p)
+		if err != nil {
+			return err
+		}
+		files = append(files, file{filepath.ToSlash(rel), 0o644, data})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// WalkDir visits in lexical order, so the archive is sorted.
+	data, err := targz(files)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, chartArchive(version)), data, 0o644)
+}

@@ -9,6 +9,7 @@
 //	crds.yaml                    kustomize build config/crd: the CRDs alone
 //	kubectl-task_<v>_<os>_<arch>.tar.gz   the plugin and LICENSE, per platform
 //	task.krew.yaml               the krew plugin manifest, with the archives' checksums
+//	task-operator-<v>.tgz        the Helm chart, as `helm package` makes it
 //	sbom/<binary>.spdx.json      the Go modules linked into each binary (SPDX 2.3)
 //	checksums.txt                sha256 of every file above and of the image archive
 //
@@ -47,6 +48,16 @@ func run(args []string) error {
 		}
 		return writeChart(dir)
 	}
+	if len(args) > 0 && args[0] == "chart-archive" {
+		// The chart alone (test/chart loads it).
+		fs := flag.NewFlagSet("chart-archive", flag.ContinueOnError)
+		version := fs.String("version", "", "the release version")
+		out := fs.String("out", "dist", "where to write")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return writeChartArchive(*version, *out)
+	}
 	if len(args) > 0 && args[0] == "manifests" {
 		// install.yaml and crds.yaml alone (the e2e install test).
 		fs := flag.NewFlagSet("manifests", flag.ContinueOnError)
@@ -75,6 +86,7 @@ func run(args []string) error {
 		{"manifests", func() error { return writeManifests(*version, *out) }},
 		{"plugin archives", func() error { return writePluginArchives(*version, *binDir, *out) }},
 		{"krew manifest", func() error { return writeKrewManifest(*version, *out) }},
+		{"chart archive", func() error { return writeChartArchive(*version, *out) }},
 		{"SBOMs", func() error { return writeSBOMs(*version, *date, *binDir, filepath.Join(*out, "sbom")) }},
 		{"checksums", func() error { return writeChecksums(*out) }},
 	}

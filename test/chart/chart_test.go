@@ -8,18 +8,18 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/lint"
-	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -168,14 +168,68 @@ func TestTheChartsDefaultsRenderInstallYamlsObjects(t *testing.T) {
 	}
 }
 
+// TestTheChartLints is `helm lint --strict` through Helm's library: a
+// warning fails as an error does.
 func TestTheChartLints(t *testing.T) {
-	linter := lint.All(chartDir, nil, namespace, true)
-	for _, m := range linter.Messages {
-		if m.Severity >= support.WarningSev {
-			t.Errorf("helm lint: %s", m)
-		} else {
-			t.Logf("helm lint: %s", m)
-		}
+	l := action.NewLint()
+	l.Strict = true
+	l.Namespace = namespace
+	res := l.Run([]string{chartDir}, nil)
+	for _, m := range res.Messages {
+		t.Logf("helm lint: %s", m)
+	}
+	for _, err := range res.Errors {
+		t.Errorf("helm lint --strict: %v", err)
+	}
+}
+
+// TestTheSchemaRejectsWhatTheChartDoesNotRead: values.schema.json closes
+// the keys the chart owns, so a stray block (the botched edit that once
+// replaced fullnameOverride) or a typo fails the install instead of being
+// ignored, and the defaults pass it.
+func TestTheSchemaRejectsWhatTheChartDoesNotRead(t *testing.T) {
+	c := load(t)
+	for _, tc := range []struct {
+		name   string
+		values string
+		want   string // in the error; "" for valid values
+	}{
+		{"the defaults", ``, ""},
+		{"every key the chart reads", `
+fullnameOverride: ops
+nameOverride: tasks
+finalizerPolicy: {enabled: false, namespaces: [team-a]}
+metrics: {secure: false, readers: [{namespace: monitoring, name: prometheus-k8s}], serviceMonitor: {enabled: true, interval: 1m}}
+`, ""},
+		{"a stray top-level block", `
+fullfinalizerPolicy:
+  enabled: true
+  namespaces: []
+`, "fullfinalizerPolicy"},
+		{"a typo in a block the chart owns", `
+finalizerPolicy:
+  namespace: [team-a]
+`, "namespace"},
+		{"a wrong type", `replicas: "2"`, "replicas"},
+		{"a flag without its dashes", `extraArgs: [max-concurrent-reconciles=64]`, "extraArgs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var vals map[string]any
+			if err := yaml.Unmarshal([]byte(tc.values), &vals); err != nil {
+				t.Fatal(err)
+			}
+			_, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "ops", Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("valid values refused: %v", err)
+			case tc.want != "" && err == nil:
+				t.Errorf("values accepted; want an error naming %q", tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("error does not name %q: %v", tc.want, err)
+			default:
+				t.Logf("%v", err)
+			}
+		})
 	}
 }
 
@@ -188,6 +242,45 @@ func TestTheChartIsTheReleaseVersion(t *testing.T) {
 	c := load(t)
 	if c.Metadata.AppVersion != version.Release || "v"+c.Metadata.Version != version.Release {
 		t.Errorf("Chart.yaml has version %s and appVersion %s; the release is %s (internal/version)", c.Metadata.Version, c.Metadata.AppVersion, version.Release)
+	}
+	// The icon, image and links of Artifact Hub's annotations name the
+	// release too.
+	raw, err := os.ReadFile(chartDir + "/Chart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range regexp.MustCompile(`v[0-9]+\.[0-9]+\.[0-9]+[^/\s]*`).FindAllString(string(raw), -1) {
+		if v != version.Release {
+			t.Errorf("Chart.yaml names %s; the release is %s", v, version.Release)
+		}
+	}
+}
+
+// TestTheChartListsItsCRDsForArtifactHub: the artifacthub.io/crds
+// annotation lists exactly the CRDs the chart installs.
+func TestTheChartListsItsCRDsForArtifactHub(t *testing.T) {
+	var listed []struct{ Kind, Version, Name string }
+	if err := yaml.Unmarshal([]byte(load(t).Metadata.Annotations["artifacthub.io/crds"]), &listed); err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, l := range listed {
+		got = append(got, l.Name+" "+l.Kind+" "+l.Version)
+	}
+	for _, o := range kustomizeDefault(t) {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		vs, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
+		for _, v := range vs {
+			want = append(want, o.GetName()+" "+kind+" "+v.(map[string]any)["name"].(string))
+		}
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("artifacthub.io/crds in Chart.yaml differs from the CRDs (-installed +listed):\n%s", d)
 	}
 }
 
