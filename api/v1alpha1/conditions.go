@@ -18,8 +18,10 @@ const (
 // Reason is a stable, CamelCase condition or event reason.
 type Reason string
 
-// Condition reasons. The final failure reasons (RetriesExhausted,
-// NotRetryable, InvalidSpec, InvalidSchedule) are part of the contract.
+// Condition reasons: the Ready, Failed, Finished, Stalled and Reconciling
+// conditions' reasons, stable and part of the API (FinalFailureReasons
+// are the ones a run ends failed with). docs/reference/reasons.md is
+// generated from these comments: every reason has one.
 const (
 	// ReasonRunning: a run is in progress (Pending, Running or Retrying).
 	ReasonRunning Reason = "Running"
@@ -36,10 +38,24 @@ const (
 	// ReasonSuspended: spec.suspend is true.
 	ReasonSuspended Reason = "Suspended"
 
+	// ReasonRetriesExhausted: the last attempt maxRetry allows failed; the
+	// message names that attempt's reason (PodFailed, DeadlineExceeded,
+	// StartTimeout, CapacityTimeout, JobDeleted, JobFailed).
 	ReasonRetriesExhausted Reason = "RetriesExhausted"
-	ReasonNotRetryable     Reason = "NotRetryable"
-	ReasonInvalidSpec      Reason = "InvalidSpec"
-	ReasonInvalidSchedule  Reason = "InvalidSchedule"
+	// ReasonNotRetryable: an attempt ended with an exit code after which
+	// retrying cannot help: one of spec.nonRetryableExitCodes, or the http
+	// runner's 2 (bad request definition) or 9 (a 4xx answer, unless
+	// http.retryAllFailures).
+	ReasonNotRetryable Reason = "NotRetryable"
+	// ReasonInvalidSpec: the spec cannot be acted on: the API server
+	// refused the Job as invalid (422), a ServiceAccount the namespace does
+	// not allow, a Kueue or policy setting that cannot hold. No Job; fixed
+	// by editing the spec.
+	ReasonInvalidSpec Reason = "InvalidSpec"
+	// ReasonInvalidSchedule: spec.schedule or spec.timeZone cannot be
+	// parsed (what admission cannot check, e.g. a time zone this build does
+	// not know).
+	ReasonInvalidSchedule Reason = "InvalidSchedule"
 	// ReasonCancelled: the run was stopped by a cancel token.
 	ReasonCancelled Reason = "Cancelled"
 	// ReasonWaitingForCapacity: the running attempt's pods wait for
@@ -67,12 +83,12 @@ const (
 	// ReasonQueueSuspended: the TaskQueue is suspended (its Ready reason,
 	// and a queued Task's while it waits).
 	ReasonQueueSuspended Reason = "QueueSuspended"
-	// ReasonAdmitting is the Ready reason of a TaskQueue that admits.
+	// ReasonAdmitting: the Ready reason of a TaskQueue that admits.
 	ReasonAdmitting Reason = "Admitting"
 
-	// ReasonNotFailed is the reason of Failed=False and Stalled=False.
+	// ReasonNotFailed: the reason of Failed=False and Stalled=False.
 	ReasonNotFailed Reason = "NotFailed"
-	// ReasonIdle is the reason of Reconciling=False.
+	// ReasonIdle: the reason of Reconciling=False.
 	ReasonIdle Reason = "Idle"
 	// ReasonTooManyFailures: a cron Task starts no further slot after
 	// spec.suspendAfterFailures consecutive failed runs.
@@ -81,14 +97,15 @@ const (
 	// a param spec.params does not declare, are not a JSON object of
 	// strings, or lack a required value: the run fails at once, no Job.
 	ReasonInvalidParams Reason = "InvalidParams"
-	// ReasonResultsTooLarge, in a run's message: a result over 1 KiB, or
-	// results over 4 KiB in all, were left out; what fits is kept.
+	// ReasonResultsTooLarge, in a run's message: a result over 1 KiB
+	// (results.MaxValue), or results over 3.5 KiB in all (results.MaxBlock,
+	// what fits in the 4 KiB termination message with its framing), were
+	// left out; what fits is kept.
 	ReasonResultsTooLarge Reason = "ResultsTooLarge"
 )
 
 // FinalFailureReasons are the reasons the Failed condition can end with
-// (Failed=True): the README's table of final failure reasons lists exactly
-// these, and a test holds the two together.
+// (Failed=True); docs/reference/reasons.md marks them Final (generated).
 var FinalFailureReasons = []Reason{
 	ReasonRetriesExhausted, ReasonNotRetryable, ReasonCancelled,
 	ReasonInvalidSpec, ReasonInvalidSchedule, ReasonTooManyFailures,
@@ -123,18 +140,39 @@ const (
 
 // Event reasons: one per decision the operator takes.
 const (
-	EventAttemptCreated  Reason = "AttemptCreated"
-	EventAttemptFailed   Reason = "AttemptFailed"
-	EventAttemptStopped  Reason = "AttemptStopped"
-	EventRetryScheduled  Reason = "RetryScheduled"
-	EventRunSucceeded    Reason = "RunSucceeded"
-	EventRunFailed       Reason = "RunFailed"
-	EventRunNowAccepted  Reason = "RunNowAccepted"
-	EventRunCancelled    Reason = "RunCancelled"
-	EventInvalidSpec     Reason = "InvalidSpec"
+	// EventAttemptCreated: an attempt's Job was created.
+	EventAttemptCreated Reason = "AttemptCreated"
+	// EventAttemptFailed (Warning): an attempt ended in failure; the
+	// message names its reason and output.
+	EventAttemptFailed Reason = "AttemptFailed"
+	// EventAttemptStopped (Warning): the operator stopped a running
+	// attempt (deadline, cancel, Replace, capacity timeout).
+	EventAttemptStopped Reason = "AttemptStopped"
+	// EventRetryScheduled: the next attempt waits out its backoff; the
+	// message says when it starts.
+	EventRetryScheduled Reason = "RetryScheduled"
+	// EventRunSucceeded: a run succeeded.
+	EventRunSucceeded Reason = "RunSucceeded"
+	// EventRunFailed (Warning): a run failed for good; the message names
+	// the final reason.
+	EventRunFailed Reason = "RunFailed"
+	// EventRunNowAccepted: a new run-now token started a run.
+	EventRunNowAccepted Reason = "RunNowAccepted"
+	// EventRunCancelled: a cancel token stopped a run.
+	EventRunCancelled Reason = "RunCancelled"
+	// EventInvalidSpec (Warning): the spec cannot be acted on
+	// (ReasonInvalidSpec); sent when the problem first shows or changes.
+	EventInvalidSpec Reason = "InvalidSpec"
+	// EventInvalidSchedule (Warning): the schedule cannot be parsed
+	// (ReasonInvalidSchedule).
 	EventInvalidSchedule Reason = "InvalidSchedule"
+	// EventMissedSchedules (Warning): earlier slots were missed (the
+	// operator was down, say); only the newest was considered.
 	EventMissedSchedules Reason = "MissedSchedules"
-	EventSlotSkipped     Reason = "SlotSkipped"
+	// EventSlotSkipped: a cron slot started no run (a skip date, a
+	// suspended Task, a refusal past startingDeadlineSeconds); the message
+	// says why.
+	EventSlotSkipped Reason = "SlotSkipped"
 	// EventSkipDatesUnreadable: some skip dates could not be used (the
 	// ConfigMap spec.skipDatesFrom names is missing, or a line is no
 	// date); the schedule runs on the others.
@@ -150,8 +188,14 @@ const (
 	// for now (ReasonWaitingForAPI); sent when the refusal first shows or
 	// changes, not on every try.
 	EventWaitingForAPI Reason = "WaitingForAPI"
-	EventJobsDeleted   Reason = "JobsDeleted"
-	EventTaskExpired   Reason = "TaskExpired"
+	// EventJobsDeleted: finished Jobs beyond the history limits were
+	// deleted.
+	EventJobsDeleted Reason = "JobsDeleted"
+	// EventTaskExpired: ttlSecondsAfterFinished passed; the Task is
+	// deleted.
+	EventTaskExpired Reason = "TaskExpired"
+	// EventCleanupFailed (Warning): a deleted Task's Jobs could not be
+	// deleted yet; the finalizer tries again.
 	EventCleanupFailed Reason = "CleanupFailed"
 	// EventDeleted: the finalizer let a deleted Task go; the message names
 	// the Jobs it deleted and any notification it did not wait for.
@@ -167,8 +211,11 @@ const (
 	// startingDeadlineSeconds after it, so it was skipped (counted missed).
 	EventQueuedSlotMissed Reason = "QueuedSlotMissed"
 	// EventNotificationSent: every webhook of a run's notification accepted
-	// it; EventNotificationFailed: one did not (the run's result stands).
-	EventNotificationSent   Reason = "NotificationSent"
+	// it.
+	EventNotificationSent Reason = "NotificationSent"
+	// EventNotificationFailed (Warning): a webhook did not accept a run's
+	// notification, or its Job could not be created before
+	// --notification-deadline; the run's result stands.
 	EventNotificationFailed Reason = "NotificationFailed"
 	// EventTooManyFailures: spec.suspendAfterFailures consecutive runs
 	// failed, so the cron Task starts no further slot.

@@ -80,28 +80,36 @@ type options struct {
 
 func parseFlags() options {
 	o := options{taskMetrics: metrics.PerTaskAll}
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint; 0 disables it")
-	flag.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose bearer token the API server authenticates and authorizes for GET /metrics (the metrics-reader ClusterRole); false serves plain HTTP to anyone who reaches the port")
-	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty: a self-signed certificate made at start")
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
-	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints (/debug/pprof/); 0 disables them")
-	flag.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so only one replica reconciles (needed with more than one replica)")
-	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
-	flag.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
-	flag.StringVar(&o.runnerImage, "runner-image", version.Image(), "image holding /task-runner, run by http Tasks; defaults to this build's own release image, pinned to its version (the shipped Deployment sets it to the image it runs)")
-	flag.DurationVar(&o.notificationDeadline, "notification-deadline", notify.DefaultDeadline, "how long after a run's end its notification Job may be refused by the API server for reasons that may pass (a webhook or the API server restarting, throttling) before the notification is Failed")
-	flag.BoolVar(&o.serviceAccountOptIn, "service-accounts-opt-in", false, "refuse (InvalidSpec) Tasks that name spec.serviceAccountName unless their Namespace has the annotation batch.taskops.io/allow-service-accounts=true")
-	flag.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "Tasks reconciled in parallel (each pass mostly waits on the API server, so many are cheap)")
-	flag.Float64Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, shared by all resource types; 0 means no client-side limit (API Priority and Fairness protects the server)")
-	flag.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
-	flag.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	flag.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
-	flag.Func("task-metrics", "which Tasks get their own metric series (last run, last success, failure streak, next slot): all, labelled (Tasks labelled batch.taskops.io/metrics=true) or none; Tasks by phase and queue gauges are always exported (default all)", func(s string) error {
+	bindFlags(flag.CommandLine, &o)
+	flag.Parse()
+	return o
+}
+
+// bindFlags defines the manager's flags on fs, writing into o; the test of
+// docs/reference/flags.md renders the page from the same set.
+func bindFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose bearer token the API server authenticates and authorizes for GET /metrics (the metrics-reader ClusterRole); false serves plain HTTP to anyone who reaches the port")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the secure metrics endpoint, reloaded when they change; empty: a self-signed certificate made at start")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints (/debug/pprof/); 0 disables them")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so only one replica reconciles (needed with more than one replica)")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
+	fs.StringVar(&o.runnerImage, "runner-image", version.Image(), "image holding /task-runner, run by http Tasks; defaults to this build's own release image, pinned to its version (the shipped Deployment sets it to the image it runs)")
+	fs.DurationVar(&o.notificationDeadline, "notification-deadline", notify.DefaultDeadline, "how long after a run's end its notification Job may be refused by the API server for reasons that may pass (a webhook or the API server restarting, throttling) before the notification is Failed")
+	fs.BoolVar(&o.serviceAccountOptIn, "service-accounts-opt-in", false, "refuse (InvalidSpec) Tasks that name spec.serviceAccountName unless their Namespace has the annotation batch.taskops.io/allow-service-accounts=true")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent-reconciles", 32, "Tasks reconciled in parallel (each pass mostly waits on the API server, so many are cheap)")
+	fs.Float64Var(&o.qps, "kube-api-qps", 0, "client-side limit of API requests per second, shared by all resource types; 0 means no client-side limit (API Priority and Fairness protects the server)")
+	fs.IntVar(&o.burst, "kube-api-burst", 0, "burst of the client-side limit (with --kube-api-qps; default 1.5 x qps)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "json", "log format: json or console")
+	fs.Func("task-metrics", "which Tasks get their own metric series (last run, last success, failure streak, next slot): all, labelled (Tasks labelled batch.taskops.io/metrics=true) or none; Tasks by phase and queue gauges are always exported (default all)", func(s string) error {
 		var err error
 		o.taskMetrics, err = metrics.ParsePerTask(s)
 		return err
 	})
-	flag.Func("namespaces", "comma-separated namespaces this install watches and acts in, for a cluster one operator cannot carry (run one install per set, each with its own --leader-election-id); empty: all namespaces", func(v string) error {
+	fs.Func("namespaces", "comma-separated namespaces this install watches and acts in, for a cluster one operator cannot carry (run one install per set, each with its own --leader-election-id); empty: all namespaces", func(v string) error {
 		for _, ns := range strings.Split(v, ",") {
 			if ns = strings.TrimSpace(ns); ns != "" {
 				o.namespaces = append(o.namespaces, ns)
@@ -109,10 +117,8 @@ func parseFlags() options {
 		}
 		return nil
 	})
-	flag.StringVar(&o.leaseID, "leader-election-id", leaseName, "name of the leader election Lease: give each install of a sharded cluster (--namespaces) its own")
-	flag.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/fastpath)")
-	flag.Parse()
-	return o
+	fs.StringVar(&o.leaseID, "leader-election-id", leaseName, "name of the leader election Lease: give each install of a sharded cluster (--namespaces) its own")
+	fs.BoolVar(&o.fastPath, "fast-path", true, "take the speed shortcuts (in-process memories of the operator's own writes, wake-ups between the controllers, work-queue priorities, a trimmed Job cache); false turns them all off: the same behaviour, slower under load (internal/fastpath)")
 }
 
 // metricsOptions serves metrics as kubebuilder's scaffold does by default:

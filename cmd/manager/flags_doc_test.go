@@ -1,0 +1,44 @@
+package main
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/taskops/task-operator/internal/docgen"
+)
+
+// TestFlagsReference: docs/reference/flags.md is the manager's flag set
+// (make docs writes it).
+func TestFlagsReference(t *testing.T) {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	var o options
+	bindFlags(fs, &o)
+	var rows [][]string
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		switch typ {
+		case "":
+			typ = "bool"
+		case "value": // flag.Func
+			typ = "string"
+		}
+		def := docgen.Code(f.DefValue)
+		switch f.Name {
+		case "runner-image":
+			// The build's own image, which a test binary does not know.
+			def = "this release's image, `ghcr.io/taskops/task-operator:<version>`"
+		case "task-metrics":
+			def = "`all`"
+		}
+		rows = append(rows, []string{docgen.Code("--" + f.Name), typ, def, usage})
+	})
+	var b strings.Builder
+	b.WriteString(docgen.Header("cmd/manager's flag set"))
+	b.WriteString("# Manager flags\n\n")
+	b.WriteString("The flags of the operator's manager (`/manager --help` prints the same).\n")
+	b.WriteString("Set them through the chart's `extraArgs` or the Deployment's `args`\n")
+	b.WriteString("([install.md](../install.md)).\n\n")
+	b.WriteString(docgen.Table([]string{"flag", "type", "default", "what it does"}, rows))
+	docgen.Golden(t, "../../docs/reference/flags.md", b.String())
+}
