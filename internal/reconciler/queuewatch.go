@@ -74,7 +74,7 @@ func (h queueToTasks) Update(ctx context.Context, e event.UpdateEvent, q workque
 // started: nobody to wake). Under a burst the Task that was admitted has
 // often started its Job and left the line before this event arrives;
 // taking every Task of a queue of thousands for it cost thousands of
-// passes that decide nothing (docs/performance.md, "The long line's
+// passes that decide nothing (docs/performance-history.md, "The long line's
 // tail, followed").
 func (h queueToTasks) wakeAdmitted(ctx context.Context, tq *v1alpha1.TaskQueue, name string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) bool {
 	if task, ok := h.lines.Waiter(tq.Namespace, tq.Name, name); ok {

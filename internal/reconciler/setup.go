@@ -52,7 +52,7 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 // restart real events go first; but a Task that never ran is work to
 // start, and without this the create events of the Jobs its neighbours
 // got (record priority) would overtake it, and Tasks created before the
-// operator started would wait behind every record (docs/performance.md,
+// operator started would wait behind every record (docs/performance-history.md,
 // "pre-created burst"). The queue keeps one item per Task, at the higher
 // priority.
 func (r *TaskReconciler) newTaskHandler() handler.TypedFuncs[client.Object, reconcile.Request] {
