@@ -126,6 +126,17 @@ test-integration: vet lint verify ## Unit and integration tests against a real k
 test-no-shortcuts: ## The reconciler's envtest suite and the reconcile fuzz seeds with every speed shortcut off (--fast-path=false): a failure here is a correctness bug.
 	TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./internal/reconciler/ ./test/fuzz/ -count=1
 
+COMPAT_VERSIONS ?= $(notdir $(wildcard hack/k8s-compat/v*))
+
+.PHONY: test-compat
+test-compat: ## The envtest suites (Task controller both ways, queue controller, manifests) against the older Kubernetes minors in hack/k8s-compat/ (not in `make test`; run before a release).
+	@set -e; for v in $(COMPAT_VERSIONS); do \
+	  assets=$$(hack/k8s-compat.sh $$v); \
+	  echo "test-compat: Kubernetes $$v"; \
+	  KUBEBUILDER_ASSETS=$$assets go test -count=1 ./internal/reconciler/ ./internal/taskqueue/ ./test/manifests/; \
+	  TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$assets go test -count=1 ./internal/reconciler/; \
+	done
+
 STRESS_N ?= 10
 STRESS_HOGS ?= 2
 
