@@ -14,6 +14,10 @@ func TestFlagsReference(t *testing.T) {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	var o options
 	bindFlags(fs, &o)
+	// controller-runtime's own, registered on the command line at init.
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
+		fs.Var(f.Value, f.Name, f.Usage)
+	}
 	var rows [][]string
 	fs.VisitAll(func(f *flag.Flag) {
 		typ, usage := flag.UnquoteUsage(f)

@@ -2,8 +2,6 @@ package chart
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,49 +66,4 @@ func TestInstallDocsObjectsAreTheRenderedOnes(t *testing.T) {
 	}
 }
 
-var helpDefault = regexp.MustCompile(`\(default "?([^")]*)"?\)\s*$`)
 
-func TestInstallDocsFlagDefaultsAreTheManagers(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/manager")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the manager: %v\n%s", err, out)
-	}
-	out, _ := exec.Command(bin, "--help").CombinedOutput()
-	// The help's flags and their defaults (a bool without one is false).
-	defaults := map[string]string{}
-	var last string
-	for _, line := range strings.Split(string(out), "\n") {
-		if f, ok := strings.CutPrefix(line, "  -"); ok {
-			last = strings.Fields(f)[0]
-			defaults[last] = "false"
-			if len(strings.Fields(f)) > 1 {
-				defaults[last] = "" // a value flag, default told below
-			}
-			continue
-		}
-		if m := helpDefault.FindStringSubmatch(line); m != nil && last != "" {
-			defaults[last] = m[1]
-		}
-	}
-	doc := installDoc(t)
-	for flag, def := range defaults {
-		if flag == "kubeconfig" {
-			continue // controller-runtime's, for running outside a cluster
-		}
-		row := regexp.MustCompile("(?m)^\\| `--" + regexp.QuoteMeta(flag) + "`[^|]*\\| ([^|]*)\\|").FindStringSubmatch(doc)
-		if row == nil {
-			t.Errorf("docs/install.md's flag table has no row for --%s", flag)
-			continue
-		}
-		cell := strings.TrimSpace(row[1])
-		if def == "" {
-			continue // no default in the help: the doc says what it means
-		}
-		first := strings.Fields(cell)[0]
-		first = strings.Trim(first, "`")
-		if first != def {
-			t.Errorf("docs/install.md gives --%s the default %q; the manager's is %q", flag, cell, def)
-		}
-	}
-}
