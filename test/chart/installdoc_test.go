@@ -65,5 +65,3 @@ func TestInstallDocsObjectsAreTheRenderedOnes(t *testing.T) {
 		t.Errorf("read %d rows of the table of what gets installed; want one per kind", rows)
 	}
 }
-
-
