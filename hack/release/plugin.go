@@ -24,10 +24,14 @@ func pluginArchive(version, platform string) string {
 	return fmt.Sprintf("kubectl-task_%s_%s.tar.gz", version, platform)
 }
 
-// writePluginArchives writes one tar.gz per platform holding kubectl-task
-// and LICENSE.
+// writePluginArchives writes one tar.gz per platform holding kubectl-task,
+// kubectl_complete-task (kubectl's completion of the plugin) and LICENSE.
 func writePluginArchives(version, binDir, out string) error {
 	license, err := os.ReadFile("LICENSE")
+	if err != nil {
+		return err
+	}
+	completion, err := os.ReadFile("cmd/kubectl-task/kubectl_complete-task")
 	if err != nil {
 		return err
 	}
@@ -36,7 +40,7 @@ func writePluginArchives(version, binDir, out string) error {
 		if err != nil {
 			return err
 		}
-		data, err := targz([]file{{"LICENSE", 0o644, license}, {"kubectl-task", 0o755, bin}})
+		data, err := targz([]file{{"LICENSE", 0o644, license}, {"kubectl-task", 0o755, bin}, {"kubectl_complete-task", 0o755, completion}})
 		if err != nil {
 			return err
 		}
@@ -122,6 +126,8 @@ spec:
     bin: kubectl-task
     files:
     - from: kubectl-task
+      to: .
+    - from: kubectl_complete-task
       to: .
     - from: LICENSE
       to: .

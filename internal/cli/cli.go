@@ -211,6 +211,7 @@ Exit codes:
 		a.queueCommand(),
 		a.versionCommand(),
 	)
+	a.withCompletion(root)
 	return root
 }
 
