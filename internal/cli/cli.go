@@ -209,6 +209,8 @@ Exit codes:
 		a.resultsCommand(),
 		a.backfillCommand(),
 		a.queueCommand(),
+		a.suspendCommand(true),
+		a.suspendCommand(false),
 		a.versionCommand(),
 	)
 	a.withCompletion(root)
