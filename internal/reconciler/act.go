@@ -129,7 +129,7 @@ func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
 			return err
 		}
 		if !runs.ControlledBy(existing, p.task.UID) {
-			p.refuse(s, v1alpha1.ReasonJobRefused, fmt.Sprintf("Job %s exists and is not this Task's (it holds the attempt's name): delete or rename it", job.Name))
+			p.refuse(s, v1alpha1.ReasonJobRefused, fmt.Sprintf("Job %s exists and is not this Task's (it holds the attempt's name): delete that Job (kubectl delete job %s), or give this Task another name", job.Name, job.Name))
 			return nil
 		}
 		job = existing

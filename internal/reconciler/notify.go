@@ -113,7 +113,7 @@ func (r *TaskReconciler) createNotification(ctx context.Context, task *v1alpha1.
 			return notify.Try{Job: job.Name}
 		}
 		if _, ours := notify.FromJobs(task.UID, []batchv1.Job{*existing})[runID]; !ours {
-			return notify.Try{Refusal: fmt.Sprintf("Job %s exists and is not this Task's notification of run %s: delete or rename that Job", job.Name, runID), Final: true}
+			return notify.Try{Refusal: fmt.Sprintf("Job %s exists and is not this Task's notification of run %s: delete that Job (kubectl delete job %s)", job.Name, runID, job.Name), Final: true}
 		}
 		return notify.Try{Job: job.Name}
 	case mayPass(err):

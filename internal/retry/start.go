@@ -103,9 +103,9 @@ func CheckStart(jobCreated time.Time, pods []PodStart, refused *Refusal, timeout
 		case refused != nil && refused.Capacity:
 			return StartCheck{Waiting: true, Cause: "no pod could be created: " + refused.Message, RecheckAt: now.Add(timeout)}
 		case refused != nil:
-			return StartCheck{Stuck: true, Message: fmt.Sprintf("no pod was created within %s: %s", timeout, refused.Message)}
+			return StartCheck{Stuck: true, Message: fmt.Sprintf("no pod was created within %s: %s (fix what refused the pod, then run the Task again)", timeout, refused.Message)}
 		}
-		return StartCheck{Stuck: true, Message: fmt.Sprintf("no pod was created within %s", timeout)}
+		return StartCheck{Stuck: true, Message: fmt.Sprintf("no pod was created within %s; the Job's events say why (kubectl describe job): a missing ServiceAccount, an admission policy or webhook refusing pods, or no Job controller running", timeout)}
 	}
 	var recheck time.Time
 	var waiting []string
@@ -124,7 +124,7 @@ func CheckStart(jobCreated time.Time, pods []PodStart, refused *Refusal, timeout
 			waiting = append(waiting, cause)
 			deadline = now.Add(timeout)
 		} else if !now.Before(deadline) {
-			return StartCheck{Stuck: true, Message: fmt.Sprintf("pod %s did not start within %s: %s", p.Name, timeout, p.Cause())}
+			return StartCheck{Stuck: true, Message: fmt.Sprintf("pod %s did not start within %s: %s (kubectl describe pod %s)", p.Name, timeout, p.Cause(), p.Name)}
 		}
 		if recheck.IsZero() || deadline.Before(recheck) {
 			recheck = deadline
