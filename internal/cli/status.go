@@ -115,13 +115,22 @@ func phaseLine(t *v1alpha1.Task) string {
 func failureLines(t *v1alpha1.Task) []string {
 	lines := []string{fmt.Sprintf("task/%s failed", t.Name)}
 	if c := meta.FindStatusCondition(t.Status.Conditions, v1alpha1.ConditionFailed); c != nil {
-		lines[0] += ": " + c.Reason
-		if c.Message != "" {
-			lines[0] += ": " + c.Message
-		}
+		lines[0] += ": " + withReason(c.Reason, c.Message)
 	}
 	lines = append(lines, lastErrorLines(t)...)
 	return append(lines, whereToLook(t)...)
+}
+
+// withReason is "reason: message", the reason once: a run's message already
+// starts with its reason ("RetriesExhausted: all 3 attempts failed; ...").
+func withReason(reason, message string) string {
+	switch {
+	case message == "":
+		return reason
+	case message == reason || strings.HasPrefix(message, reason+": "):
+		return message
+	}
+	return reason + ": " + message
 }
 
 // whereToLook lists the newest run's attempts (status.attemptRecords) and
