@@ -26,6 +26,7 @@ func (a *app) runCommand() *cobra.Command {
 		detach  bool
 		timeout time.Duration
 		values  []string
+		token   string
 	)
 	cmd := &cobra.Command{
 		Use:   "run (-f FILE | NAME [--param NAME=VALUE]...) [--wait] [--timeout DURATION]",
@@ -59,7 +60,13 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 				if file != "" {
 					return usageErrorf("give -f FILE (create a Task) or NAME (run an existing one), not both")
 				}
-				return a.runExisting(cmd, args[0], values, wait, detach, timeout)
+				if err := checkToken(cmd, token); err != nil {
+					return err
+				}
+				return a.startRun(cmd, args[0], runRequest{token: token, printsRun: true}, values, wait, detach, timeout)
+			}
+			if cmd.Flags().Changed("run-now-token") {
+				return usageErrorf("--run-now-token starts a run of an existing Task: kubectl task run NAME --run-now-token TOKEN (a Task created with -f starts its first run by itself)")
 			}
 			if file == "" {
 				return usageErrorf("-f/--filename or a Task NAME is required")
@@ -111,14 +118,10 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 	addParamFlag(cmd, &values)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Task finished; the exit code tells how")
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the Task's runs running instead of cancelling them")
+	addTokenFlag(cmd, &token)
 	addTimeoutFlag(cmd, &timeout)
 	a.addOutputFlag(cmd)
 	return cmd
-}
-
-// runExisting starts a run of Task name with values (run NAME).
-func (a *app) runExisting(cmd *cobra.Command, name string, values []string, wait, detach bool, timeout time.Duration) error {
-	return a.startRun(cmd, name, runRequest{printsRun: true}, values, wait, detach, timeout)
 }
 
 // maxManifestBytes bounds what run reads.

@@ -61,11 +61,8 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
   kubectl task trigger nightly-report --param date=2026-11-30 --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(token) > maxTokenLength {
-				return usageErrorf("--run-now-token is longer than %d characters", maxTokenLength)
-			}
-			if cmd.Flags().Changed("run-now-token") && token == "" {
-				return usageErrorf("--run-now-token must not be empty")
+			if err := checkToken(cmd, token); err != nil {
+				return err
 			}
 			return a.startRun(cmd, args[0], runRequest{token: token}, values, wait, detach, timeout)
 		},
@@ -73,7 +70,7 @@ SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
 	addParamFlag(cmd, &values)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the triggered run finished; the exit code tells how")
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the run running instead of cancelling the Task's runs")
-	cmd.Flags().StringVar(&token, "run-now-token", "", "the run-now token to set (default: a UTC timestamp plus a random suffix)")
+	addTokenFlag(cmd, &token)
 	addTimeoutFlag(cmd, &timeout)
 	a.addOutputFlag(cmd)
 	return cmd
@@ -206,4 +203,20 @@ func newRunNowToken() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+// addTokenFlag adds --run-now-token to a verb that starts a run.
+func addTokenFlag(cmd *cobra.Command, token *string) {
+	cmd.Flags().StringVar(token, "run-now-token", "", "the run-now token to set (default: a UTC timestamp plus a random suffix); a fixed one (the CI pipeline's id) makes the step idempotent")
+}
+
+// checkToken refuses a --run-now-token that is empty or too long.
+func checkToken(cmd *cobra.Command, token string) error {
+	if len(token) > maxTokenLength {
+		return usageErrorf("--run-now-token is longer than %d characters", maxTokenLength)
+	}
+	if cmd.Flags().Changed("run-now-token") && token == "" {
+		return usageErrorf("--run-now-token must not be empty")
+	}
+	return nil
 }

@@ -154,3 +154,22 @@ func TestTriggerWithoutWait(t *testing.T) {
 	token := getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]
 	assertContains(t, "stdout", stdout, "task/quick triggered: run "+runs.RunNowID(token))
 }
+
+// TestRunTakesARunNowToken: `run NAME` sets the token it is given, as
+// trigger does, and `run -f` refuses one (a new Task starts its first run
+// by itself).
+func TestRunTakesARunNowToken(t *testing.T) {
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "deploy"}
+	createTask(t, shellTask(ns, "deploy", 0))
+	code, _, stderr := runCLI(t, "-n", ns, "run", "deploy", "--run-now-token", "pipeline-42")
+	if got := getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]; code != ExitOK || got != "pipeline-42" {
+		t.Fatalf("run NAME --run-now-token: exit %d, run-now %q\nstderr: %s", code, got, stderr)
+	}
+	file := writeFile(t, "task.yaml", "apiVersion: batch.taskops.io/v1alpha1\nkind: Task\nmetadata: {name: other}\nspec: {type: shell, shell: 'true'}\n")
+	code, _, stderr = runCLI(t, "-n", ns, "run", "-f", file, "--run-now-token", "x")
+	if code != ExitError {
+		t.Errorf("run -f --run-now-token: exit %d, want %d", code, ExitError)
+	}
+	assertContains(t, "stderr", stderr, "--run-now-token starts a run of an existing Task")
+}
