@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -18,7 +20,7 @@ import (
 const messageWidth = 60
 
 func (a *app) historyCommand() *cobra.Command {
-	var noTrunc, attempts bool
+	var noTrunc, attempts, watching bool
 	cmd := &cobra.Command{
 		Use:   "history NAME",
 		Short: "Print the Task's runs (status.history), newest first",
@@ -29,9 +31,14 @@ of 60 characters unless --no-trunc.
 
 With --attempts, print the attempts of the newest run instead
 (status.attemptRecords): attempt, Job, result and reason, exit code, start,
-end and message; they stay after the attempts' Jobs are pruned.`,
+end and message; they stay after the attempts' Jobs are pruned.
+
+With -w/--watch, print the runs and then, as kubectl get -w does, a row
+for each run that starts or changes, until interrupted or the Task is
+deleted.`,
 		Example: `  kubectl task history nightly-report -n ops
-  kubectl task history build -n ci --attempts`,
+  kubectl task history build -n ci --attempts
+  kubectl task history nightly-report -n ops --watch`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.getClients()
@@ -39,11 +46,18 @@ end and message; they stay after the attempts' Jobs are pruned.`,
 				return err
 			}
 			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
+			if watching {
+				if attempts {
+					return usageErrorf("--watch prints the runs; --attempts is not watched")
+				}
+				return a.watchHistory(cmd.Context(), c, key, noTrunc)
+			}
 			return a.history(cmd.Context(), c, key, noTrunc, attempts)
 		},
 	}
 	cmd.Flags().BoolVar(&noTrunc, "no-trunc", false, "print messages in full (still on one line)")
 	cmd.Flags().BoolVar(&attempts, "attempts", false, "print the attempts of the newest run instead of the runs")
+	cmd.Flags().BoolVarP(&watching, "watch", "w", false, "after the runs, print a row for each run that starts or changes")
 	return cmd
 }
 
@@ -68,10 +82,54 @@ func (a *app) history(ctx context.Context, c *clients, key types.NamespacedName,
 	return printHistory(a.out(), task.Status.History, a.now(), noTrunc)
 }
 
+// watchHistory prints the runs, then a row for each run that starts or
+// changes, until ctx ends or the Task is deleted.
+func (a *app) watchHistory(ctx context.Context, c *clients, key types.NamespacedName, noTrunc bool) error {
+	printed := map[string]string{} // run id -> the row last printed
+	header := true
+	err := watchTask(ctx, c.ctrl, key, func(task *v1alpha1.Task) bool {
+		var changed []v1alpha1.RunRecord
+		// After the first listing (newest first, as without --watch), the
+		// changed runs oldest first: the rows read in the order they happened.
+		for i := len(task.Status.History) - 1; i >= 0; i-- {
+			r := task.Status.History[i]
+			row := fmt.Sprint(r.Result, r.Attempts, r.StartTime, r.CompletionTime, r.Message)
+			if printed[r.RunID] != row {
+				printed[r.RunID] = row
+				changed = append(changed, r)
+			}
+		}
+		if header {
+			slices.Reverse(changed)
+		}
+		if len(changed) > 0 || header {
+			_ = printRuns(a.out(), changed, a.now(), noTrunc, header)
+			header = false
+		}
+		return false
+	})
+	switch {
+	case errors.Is(err, errTaskDeleted):
+		fmt.Fprintf(a.errOut(), "task/%s was deleted\n", key.Name)
+		return nil
+	case ctx.Err() != nil:
+		return nil // interrupted: the end of a watch, not a failure
+	}
+	return err
+}
+
 // printHistory prints runs as a table.
 func printHistory(w io.Writer, runs []v1alpha1.RunRecord, now time.Time, noTrunc bool) error {
+	return printRuns(w, runs, now, noTrunc, true)
+}
+
+// printRuns prints runs as rows of the history table, after its header if
+// header.
+func printRuns(w io.Writer, runs []v1alpha1.RunRecord, now time.Time, noTrunc, header bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tRESULT\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tMESSAGE")
+	if header {
+		fmt.Fprintln(tw, "RUN\tRESULT\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tMESSAGE")
+	}
 	for i := range runs {
 		r := &runs[i]
 		duration := "-"

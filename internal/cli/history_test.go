@@ -94,3 +94,33 @@ func TestPrintHistoryColumnsAlign(t *testing.T) {
 	}
 	assertContains(t, "table", b.String(), "2h0m0s", "replaced by run s1767229200")
 }
+
+// TestHistoryWatch: --watch prints the runs, then a row for each run that
+// starts or changes, until interrupted (exit 0).
+func TestHistoryWatch(t *testing.T) {
+	ns := newNamespace(t)
+	key := types.NamespacedName{Namespace: ns, Name: "nightly"}
+	createTask(t, shellTask(ns, "nightly", 0))
+	setStatus(t, key, func(task *v1alpha1.Task) {
+		task.Status.History = []v1alpha1.RunRecord{{RunID: "s100", Attempts: 1, Result: v1alpha1.RunResultSucceeded}}
+	})
+	inv := start(t, "-n", ns, "history", "nightly", "--watch")
+	inv.waitOutput(t, inv.stdout, "s100")
+	setStatus(t, key, func(task *v1alpha1.Task) {
+		task.Status.History = append([]v1alpha1.RunRecord{{RunID: "s200", Attempts: 1, Result: v1alpha1.RunResultRunning}}, task.Status.History...)
+	})
+	inv.waitOutput(t, inv.stdout, "s200")
+	setStatus(t, key, func(task *v1alpha1.Task) {
+		task.Status.History[0].Result = v1alpha1.RunResultFailed
+		task.Status.History[0].Attempts = 2
+	})
+	inv.waitOutput(t, inv.stdout, "Failed")
+	inv.interrupt()
+	if code := inv.wait(t); code != ExitOK {
+		t.Errorf("exit code %d after the interrupt, want 0", code)
+	}
+	out := inv.stdout.String()
+	if strings.Count(out, "RUN ") != 1 || strings.Count(out, "s100") != 1 || strings.Count(out, "s200") != 2 {
+		t.Errorf("want the header once, s100 once and s200 twice (started, failed):\n%s", out)
+	}
+}
