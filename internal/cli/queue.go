@@ -18,24 +18,76 @@ import (
 )
 
 func (a *app) queueCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "queue NAME",
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "queue [NAME] [-A]",
 		Short: "List a TaskQueue's attempts: those holding a place, then the line in admission order",
 		Long: `List a TaskQueue's attempts: first those holding a place (admitted, their Job
 running or about to be created), then the attempts waiting, in the order the
 operator admits them: higher spec.priority first, then first come, first
 served. POSITION is the place in the line (1 is admitted next), WAITING how
-long the attempt has waited.`,
-		Example: `  kubectl task queue team -n ci`,
-		Args:    cobra.ExactArgs(1),
+long the attempt has waited.
+
+Without NAME, list the namespace's TaskQueues (-A/--all-namespaces: every
+namespace's) with their limit, the attempts running and waiting, and
+whether they admit.`,
+		Example: `  kubectl task queue team -n ci
+  kubectl task queue -A`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.getClients()
 			if err != nil {
 				return err
 			}
+			if len(args) == 0 {
+				return a.queues(cmd.Context(), c, all)
+			}
+			if all {
+				return usageErrorf("-A lists the TaskQueues of every namespace; give no NAME with it")
+			}
 			return a.queue(cmd.Context(), c, types.NamespacedName{Namespace: c.namespace, Name: args[0]})
 		},
 	}
+	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the TaskQueues of every namespace")
+	return cmd
+}
+
+// queues lists the TaskQueues of the namespace, or of every namespace.
+func (a *app) queues(ctx context.Context, c *clients, all bool) error {
+	var list v1alpha1.TaskQueueList
+	var opts []client.ListOption
+	if !all {
+		opts = append(opts, client.InNamespace(c.namespace))
+	}
+	if err := c.ctrl.List(ctx, &list, opts...); err != nil {
+		return err
+	}
+	if len(list.Items) == 0 {
+		where := "in namespace " + c.namespace
+		if all {
+			where = "in any namespace"
+		}
+		fmt.Fprintf(a.errOut(), "No TaskQueues %s.\n", where)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.out(), 0, 4, 2, ' ', 0)
+	head := "NAME\tMAX\tRUNNING\tQUEUED\tSTATE"
+	if all {
+		head = "NAMESPACE\t" + head
+	}
+	fmt.Fprintln(tw, head)
+	for _, q := range list.Items {
+		state := "admitting"
+		if ptr.Deref(q.Spec.Suspend, false) {
+			state = "suspended"
+		}
+		row := fmt.Sprintf("%s\t%d\t%d\t%d\t%s", q.Name, q.Spec.MaxRunning, q.Status.Running, q.Status.Queued, state)
+		if all {
+			row = q.Namespace + "\t" + row
+		}
+		fmt.Fprintln(tw, row)
+	}
+	return tw.Flush()
 }
 
 // queuedEntry is one row of `kubectl task queue`.

@@ -62,3 +62,30 @@ func TestQueueListsThePlacesHeldThenTheLineInAdmissionOrder(t *testing.T) {
 		t.Fatalf("missing queue: exit code %d, stderr %q", code, stderr)
 	}
 }
+
+func TestQueueListsTheQueues(t *testing.T) {
+	a, b := newNamespace(t), newNamespace(t)
+	for _, q := range []*v1alpha1.TaskQueue{testutil.NewTaskQueue(a, "team", 2), testutil.NewTaskQueue(a, "batch", 5), testutil.NewTaskQueue(b, "other", 1)} {
+		if err := k8s.Create(suiteCtx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runCLI(t, "-n", a, "queue")
+	if code != ExitOK {
+		t.Fatalf("queue: exit %d\nstderr: %s", code, stderr)
+	}
+	assertContains(t, "stdout", stdout, "NAME", "team", "batch")
+	if strings.Contains(stdout, "other") || strings.Contains(stdout, "NAMESPACE") {
+		t.Errorf("queue without -A lists another namespace's queue:\n%s", stdout)
+	}
+	code, stdout, stderr = runCLI(t, "queue", "-A")
+	if code != ExitOK {
+		t.Fatalf("queue -A: exit %d\nstderr: %s", code, stderr)
+	}
+	assertContains(t, "stdout", stdout, "NAMESPACE", a, b, "team", "other")
+	code, _, stderr = runCLI(t, "queue", "team", "-A")
+	if code != ExitError {
+		t.Errorf("queue NAME -A: exit %d, want %d", code, ExitError)
+	}
+	assertContains(t, "stderr", stderr, "give no NAME with it")
+}
