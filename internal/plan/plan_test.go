@@ -94,7 +94,7 @@ func TestDecide(t *testing.T) {
 			in: plan.Input{Task: task(), Runs: []runs.Run{testutil.MakeRun("0").Active(ago(301 * time.Second)).Obj()},
 				Pods: map[string][]retry.PodStart{"t-0-1": imagePull}},
 			want: plan.Plan{
-				Stop: []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptStartTimeout, Message: "pod p did not start within 5m0s: ImagePullBackOff: no such image"}},
+				Stop: []plan.Stop{{RunID: "0", Attempt: 1, Reason: v1alpha1.AttemptStartTimeout, Message: "pod p did not start within 5m0s: ImagePullBackOff: no such image (kubectl describe pod p)"}},
 				Wake: now.Add(10 * time.Second),
 			},
 		},
