@@ -48,12 +48,12 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg, err := env.Start()
+	cfg, stop, err := testutil.StartEnv(env)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = env.Stop() }()
+	defer stop()
 	restCfg = cfg
 
 	var cancel context.CancelFunc

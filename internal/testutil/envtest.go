@@ -7,6 +7,8 @@
 //     codes);
 //   - builders.go: the one set of test builders (Tasks from options, runs
 //     as Kueue-style wrappers) and a Task's kstatus verdict;
+//   - watchdog.go: StartEnv, so an interrupted or crashed test binary
+//     leaves no etcd or kube-apiserver behind;
 //   - warnings.go: the API server's warnings, collected; manifests.go:
 //     multi-document YAML manifests as objects;
 //   - poll.go: the one Eventually (a condition polled until a deadline),
@@ -90,11 +92,10 @@ func StartAPIServer() (*rest.Config, client.Client, func(), error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg, err := env.Start()
+	cfg, stop, err := StartEnv(env)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("starting envtest: %w", err)
+		return nil, nil, nil, err
 	}
-	stop := func() { _ = env.Stop() }
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		stop()

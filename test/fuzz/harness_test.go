@@ -7,9 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -112,13 +109,13 @@ func startHarness() (*harness, error) {
 	// pods) waits for the cache to be provably fresh, up to the cache's
 	// 100 ms progress-request period: most of an input's time.
 	env.ControlPlane.GetAPIServer().Configure().Set("watch-cache", "false")
-	before := childPIDs()
+	before := testutil.ChildPIDs()
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, err
 	}
 	hs := &harness{env: env}
-	for pid := range childPIDs() {
+	for pid := range testutil.ChildPIDs() {
 		if !before[pid] {
 			hs.children = append(hs.children, pid)
 		}
@@ -219,48 +216,7 @@ func (hs *harness) onSignal() {
 // watchdog kills the API server and etcd, by pid, when this process dies
 // without stopping them (a crash, or SIGKILL).
 func (hs *harness) watchdog() {
-	if len(hs.children) == 0 {
-		return
-	}
-	pids := make([]string, len(hs.children))
-	for i, p := range hs.children {
-		pids[i] = strconv.Itoa(p)
-	}
-	script := fmt.Sprintf("while kill -0 %d 2>/dev/null; do sleep 1; done; kill -9 %s 2>/dev/null; exit 0",
-		os.Getpid(), strings.Join(pids, " "))
-	cmd := exec.Command("/bin/sh", "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err == nil {
-		hs.watchdogCmd = cmd
-		go func() { _ = cmd.Wait() }()
-	}
-}
-
-// childPIDs lists this process' children (Linux /proc; empty elsewhere).
-func childPIDs() map[int]bool {
-	out := map[int]bool{}
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	me := os.Getpid()
-	for _, f := range stats {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may contain spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(b[i+1:]))
-		if len(fields) < 2 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == me {
-			pid, _ := strconv.Atoi(strings.Fields(string(b))[0])
-			out[pid] = true
-		}
-	}
-	return out
+	hs.watchdogCmd = testutil.Watchdog(hs.children)
 }
 
 func procState(stat []byte) []byte {

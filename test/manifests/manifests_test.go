@@ -727,15 +727,11 @@ func startBareAPIServer(t *testing.T) *rest.Config {
 		t.Fatal(err)
 	}
 	env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = nil, false
-	cfg, err := env.Start()
+	cfg, stop, err := testutil.StartEnv(env)
 	if err != nil {
 		t.Fatalf("starting the API server: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	t.Cleanup(stop)
 	return cfg
 }
 

@@ -1,0 +1,77 @@
+package testutil
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAKilledTestProcessLeavesNoAPIServer: a test binary killed while its
+// envtest runs (SIGKILL: no handler, no deferred stop) leaves no etcd or
+// kube-apiserver behind.
+func TestAKilledTestProcessLeavesNoAPIServer(t *testing.T) {
+	if os.Getenv("TESTUTIL_WATCHDOG_CHILD") == "1" {
+		env, err := NewEnv()
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		if _, _, err := StartEnv(env); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		var pids []string
+		for pid := range ChildPIDs() {
+			pids = append(pids, strconv.Itoa(pid))
+		}
+		fmt.Println("pids:", strings.Join(pids, " "))
+		select {} // until killed
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAKilledTestProcessLeavesNoAPIServer$")
+	cmd.Env = append(os.Environ(), "TESTUTIL_WATCHDOG_CHILD=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "pids: ") {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the child did not start its envtest: %q %v", line, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(strings.TrimPrefix(line, "pids: ")) {
+		pid, _ := strconv.Atoi(f)
+		pids = append(pids, pid)
+	}
+	alive := func() []int {
+		var left []int
+		for _, pid := range pids {
+			// Signal 0: does the process exist (a zombie of the dead child
+			// is reparented and reaped by init).
+			if syscall.Kill(pid, 0) == nil {
+				left = append(left, pid)
+			}
+		}
+		return left
+	}
+	if len(alive()) < 2 {
+		t.Fatalf("want etcd and kube-apiserver among the child's children, got pids %v", pids)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	Eventually(t, 10*time.Second, 100*time.Millisecond, "the killed test process's etcd and kube-apiserver to be gone", func(context.Context) (bool, string) {
+		left := alive()
+		return len(left) == 0, fmt.Sprintf("still running: %v", left)
+	})
+}
