@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -18,51 +20,139 @@ import (
 // outlive this test process. envtest runs them in process groups of their
 // own, so a Ctrl-C (SIGINT to the terminal's group), a `go test -timeout`
 // panic or a SIGKILL ends the test binary and leaves them running; a
-// watchdog (Watchdog) kills them once this process is gone. stop stops
-// them and then the watchdog.
+// ChildGuard kills them once this process is gone, even when it dies while
+// envtest is still starting them. stop stops them and then the guard.
 func StartEnv(env *envtest.Environment) (cfg *rest.Config, stop func(), err error) {
-	before := ChildPIDs()
+	guard := GuardChildren()
 	cfg, err = env.Start()
+	guard.Seal()
 	if err != nil {
+		_ = env.Stop()
+		guard.Stop()
 		return nil, nil, fmt.Errorf("starting envtest: %w", err)
 	}
-	var children []int
-	for pid := range ChildPIDs() {
-		if !before[pid] {
-			children = append(children, pid)
-		}
-	}
-	wd := Watchdog(children)
 	return cfg, func() {
 		_ = env.Stop()
-		// The children are gone: the watchdog must not signal their pids,
-		// which the system may give to other processes.
-		if wd != nil {
-			_ = wd.Process.Kill()
-		}
+		guard.Stop()
 	}, nil
 }
 
-// Watchdog starts a process, in a process group of its own so a Ctrl-C
-// does not end it, that kills pids (SIGKILL) once this process has exited,
-// however it exited. nil when pids is empty or it cannot start.
-func Watchdog(pids []int) *exec.Cmd {
-	if len(pids) == 0 {
-		return nil
+// ChildGuard kills, once this process has exited however it exited, the
+// children it started between GuardChildren and Seal. A watchdog process,
+// in a process group of its own so a Ctrl-C does not end it, waits for
+// this process to go and then kills (SIGKILL) the pids listed in a file
+// that a goroutine keeps up to date while the children start: a test
+// killed halfway through starting them leaves none behind either.
+type ChildGuard struct {
+	file   string
+	cmd    *exec.Cmd
+	before map[int]bool
+	seen   map[int]bool
+	mu     sync.Mutex
+	done   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// GuardChildren starts guarding the children this process starts from now
+// on (until Seal). Without /bin/sh it guards nothing.
+func GuardChildren() *ChildGuard {
+	g := &ChildGuard{seen: map[int]bool{}, done: make(chan struct{})}
+	f, err := os.CreateTemp("", "testutil-children-")
+	if err != nil {
+		return g
 	}
-	list := make([]string, len(pids))
-	for i, p := range pids {
-		list[i] = strconv.Itoa(p)
-	}
-	script := fmt.Sprintf("while kill -0 %d 2>/dev/null; do sleep 1; done; kill -9 %s 2>/dev/null; exit 0",
-		os.Getpid(), strings.Join(list, " "))
+	g.file = f.Name()
+	_ = f.Close()
+	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 1; done; kill -9 $(cat %q) 2>/dev/null; rm -f %q; exit 0`,
+		os.Getpid(), g.file, g.file)
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil
+		_ = os.Remove(g.file)
+		g.file = ""
+		return g
 	}
+	g.cmd = cmd
 	go func() { _ = cmd.Wait() }()
-	return cmd
+	g.before = ChildPIDs() // the watchdog among them: never its own target
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-g.done:
+				return
+			case <-tick.C:
+				g.record()
+			}
+		}
+	}()
+	return g
+}
+
+// record writes the children started since GuardChildren to the file.
+func (g *ChildGuard) record() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	changed := false
+	for pid := range ChildPIDs() {
+		if !g.before[pid] && !g.seen[pid] {
+			g.seen[pid] = true
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	list := make([]string, 0, len(g.seen))
+	for pid := range g.seen {
+		list = append(list, strconv.Itoa(pid))
+	}
+	// Written whole to a new file and renamed: the watchdog never reads a
+	// half-written list.
+	tmp := g.file + ".new"
+	if os.WriteFile(tmp, []byte(strings.Join(list, " ")), 0o600) == nil {
+		_ = os.Rename(tmp, g.file)
+	}
+}
+
+// Seal records the children started so far and stops looking for more.
+func (g *ChildGuard) Seal() {
+	if g.file == "" {
+		return
+	}
+	select {
+	case <-g.done:
+	default:
+		close(g.done)
+	}
+	g.wg.Wait()
+	g.record()
+}
+
+// Pids are the children the guard kills.
+func (g *ChildGuard) Pids() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var pids []int
+	for pid := range g.seen {
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// Stop ends the guard once its children are gone: the watchdog must not
+// signal their pids, which the system may give to other processes.
+func (g *ChildGuard) Stop() {
+	g.Seal()
+	if g.cmd != nil {
+		_ = g.cmd.Process.Kill()
+	}
+	if g.file != "" {
+		_ = os.Remove(g.file)
+	}
 }
 
 // ChildPIDs lists this process' children (Linux /proc; empty elsewhere).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,4 +76,58 @@ func TestAKilledTestProcessLeavesNoAPIServer(t *testing.T) {
 		left := alive()
 		return len(left) == 0, fmt.Sprintf("still running: %v", left)
 	})
+}
+
+// TestAProcessKilledWhileItsChildrenStartLeavesNoneBehind: the guard
+// kills a child started after GuardChildren even when the test process
+// dies before Seal (envtest still starting its processes).
+func TestAProcessKilledWhileItsChildrenStartLeavesNoneBehind(t *testing.T) {
+	if os.Getenv("TESTUTIL_GUARD_CHILD") == "1" {
+		GuardChildren()
+		// A process group of its own, as envtest gives etcd.
+		sleeper := exec.Command("sleep", "600")
+		sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := sleeper.Start(); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("pid:", sleeper.Process.Pid)
+		select {} // killed before Seal
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAProcessKilledWhileItsChildrenStartLeavesNoneBehind$")
+	cmd.Env = append(os.Environ(), "TESTUTIL_GUARD_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "pid: ")))
+	if err != nil || pid == 0 {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the child did not start its sleeper: %q %v", line, err)
+	}
+	// The guard records children every 20 ms; give it a few rounds.
+	Eventually(t, 5*time.Second, 20*time.Millisecond, "the guard to record the sleeper", func(context.Context) (bool, string) {
+		return guardFileHolds(pid), "not yet in any guard's file"
+	})
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	Eventually(t, 10*time.Second, 100*time.Millisecond, "the sleeper to be killed", func(context.Context) (bool, string) {
+		return syscall.Kill(pid, 0) != nil, fmt.Sprintf("pid %d still running", pid)
+	})
+}
+
+// guardFileHolds says whether a guard's file lists pid.
+func guardFileHolds(pid int) bool {
+	files, _ := filepath.Glob(filepath.Join(os.TempDir(), "testutil-children-*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && slices.Contains(strings.Fields(string(b)), strconv.Itoa(pid)) {
+			return true
+		}
+	}
+	return false
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"sync"
 	"sync/atomic"
@@ -39,7 +38,7 @@ import (
 // worker can also end abruptly (the coordinator interrupts it one second
 // after asking it to stop, or a crasher kills it), so the API server and
 // etcd, which envtest starts in process groups of their own, are also
-// watched by a tiny shell watchdog that kills them, by pid, once this
+// watched by testutil's ChildGuard, which kills them, by pid, once this
 // process is gone.
 
 const (
@@ -69,9 +68,9 @@ type harness struct {
 	// decoder decodes a Task the way the operator's informer does.
 	decoder  runtime.Decoder
 	children []int
-	// watchdogCmd kills the children if this process dies without stop.
-	watchdogCmd *exec.Cmd
-	stopOnce    sync.Once
+	// guard kills the children if this process dies without stop.
+	guard    *testutil.ChildGuard
+	stopOnce sync.Once
 }
 
 // need returns the harness, starting it on first use. A harness that could
@@ -109,18 +108,14 @@ func startHarness() (*harness, error) {
 	// pods) waits for the cache to be provably fresh, up to the cache's
 	// 100 ms progress-request period: most of an input's time.
 	env.ControlPlane.GetAPIServer().Configure().Set("watch-cache", "false")
-	before := testutil.ChildPIDs()
+	guard := testutil.GuardChildren()
 	cfg, err := env.Start()
+	guard.Seal()
 	if err != nil {
+		guard.Stop()
 		return nil, err
 	}
-	hs := &harness{env: env}
-	for pid := range testutil.ChildPIDs() {
-		if !before[pid] {
-			hs.children = append(hs.children, pid)
-		}
-	}
-	hs.watchdog()
+	hs := &harness{env: env, guard: guard, children: guard.Pids()}
 	hs.onSignal()
 
 	hs.ctx, hs.cancel = context.WithCancel(context.Background())
@@ -180,9 +175,7 @@ func (hs *harness) stop() {
 		}
 		// The children are gone: the watchdog must not signal their pids,
 		// which the system may give to other processes.
-		if hs.watchdogCmd != nil {
-			_ = hs.watchdogCmd.Process.Kill()
-		}
+		hs.guard.Stop()
 		_ = hs.env.Stop()
 	})
 }
@@ -211,12 +204,6 @@ func (hs *harness) onSignal() {
 		findingsLog.flush()
 		os.Exit(1)
 	}()
-}
-
-// watchdog kills the API server and etcd, by pid, when this process dies
-// without stopping them (a crash, or SIGKILL).
-func (hs *harness) watchdog() {
-	hs.watchdogCmd = testutil.Watchdog(hs.children)
 }
 
 func procState(stat []byte) []byte {
