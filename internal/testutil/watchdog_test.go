@@ -46,9 +46,10 @@ func TestAKilledTestProcessLeavesNoAPIServer(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A failing test must not leave the child running either.
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "pids: ") {
-		_ = cmd.Process.Kill()
 		t.Fatalf("the child did not start its envtest: %q %v", line, err)
 	}
 	var pids []int
@@ -103,10 +104,11 @@ func TestAProcessKilledWhileItsChildrenStartLeavesNoneBehind(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A failing test must not leave the child running either.
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "pid: ")))
 	if err != nil || pid == 0 {
-		_ = cmd.Process.Kill()
 		t.Fatalf("the child did not start its sleeper: %q %v", line, err)
 	}
 	// The guard records children every 20 ms; give it a few rounds.
