@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -18,7 +19,7 @@ import (
 )
 
 func (a *app) queueCommand() *cobra.Command {
-	var all bool
+	var all, watching bool
 	cmd := &cobra.Command{
 		Use:   "queue [NAME] [-A]",
 		Short: "List a TaskQueue's attempts: those holding a place, then the line in admission order",
@@ -30,9 +31,13 @@ long the attempt has waited.
 
 Without NAME, list the namespace's TaskQueues (-A/--all-namespaces: every
 namespace's) with their limit, the attempts running and waiting, and
-whether they admit.`,
+whether they admit.
+
+With -w/--watch, print the listing again each time the places held or the
+line change (it looks every 2 s), until interrupted.`,
 		Example: `  kubectl task queue team -n ci
-  kubectl task queue -A`,
+  kubectl task queue -A
+  kubectl task queue team -n ci --watch`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.getClients()
@@ -45,10 +50,15 @@ whether they admit.`,
 			if all {
 				return usageErrorf("-A lists the TaskQueues of every namespace; give no NAME with it")
 			}
-			return a.queue(cmd.Context(), c, types.NamespacedName{Namespace: c.namespace, Name: args[0]})
+			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
+			if watching {
+				return a.watchQueue(cmd.Context(), c, key)
+			}
+			return a.queue(cmd.Context(), c, key)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the TaskQueues of every namespace")
+	cmd.Flags().BoolVarP(&watching, "watch", "w", false, "with NAME: print the listing again whenever the places held or the line change")
 	return cmd
 }
 
@@ -97,17 +107,72 @@ type queuedEntry struct {
 	attempt int32
 }
 
+// queueView is what `kubectl task queue NAME` shows.
+type queueView struct {
+	tq    *v1alpha1.TaskQueue
+	line  []queuedEntry
+	owner map[string]string // Job name -> Task, for the places held
+}
+
+// digest is what a watch compares: the places held and the line, not the
+// waiting times.
+func (v *queueView) digest() string {
+	var jobs []string
+	for _, e := range v.line {
+		jobs = append(jobs, e.w.JobName)
+	}
+	return fmt.Sprint(v.tq.Spec, v.tq.Status.Admitted, v.tq.Status.Running, jobs)
+}
+
 func (a *app) queue(ctx context.Context, c *clients, key types.NamespacedName) error {
+	v, err := loadQueue(ctx, c, key)
+	if err != nil {
+		return err
+	}
+	return a.printQueue(a.streams.Out, v)
+}
+
+// queueWatchInterval is how often --watch looks at the queue.
+var queueWatchInterval = 2 * time.Second
+
+// watchQueue prints the queue's listing, then again whenever what it
+// holds or its line changes, until ctx ends (exit 0).
+func (a *app) watchQueue(ctx context.Context, c *clients, key types.NamespacedName) error {
+	last := ""
+	for {
+		v, err := loadQueue(ctx, c, key)
+		switch {
+		case ctx.Err() != nil:
+			return nil // interrupted: the end of a watch, not a failure
+		case err != nil && last == "":
+			return err
+		case err == nil && v.digest() != last:
+			if last != "" {
+				fmt.Fprintln(a.out())
+			}
+			last = v.digest()
+			if err := a.printQueue(a.out(), v); err != nil {
+				return err
+			}
+		}
+		if pause(ctx, queueWatchInterval) != nil {
+			return nil
+		}
+	}
+}
+
+// loadQueue reads the TaskQueue and the Tasks naming it.
+func loadQueue(ctx context.Context, c *clients, key types.NamespacedName) (*queueView, error) {
 	tq := &v1alpha1.TaskQueue{}
 	if err := c.ctrl.Get(ctx, key, tq); err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("taskqueue %q not found in namespace %q", key.Name, key.Namespace)
+			return nil, fmt.Errorf("taskqueue %q not found in namespace %q", key.Name, key.Namespace)
 		}
-		return err
+		return nil, err
 	}
 	var list v1alpha1.TaskList
 	if err := c.ctrl.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
-		return err
+		return nil, err
 	}
 	owner := map[string]string{} // Job name -> Task, for the places held
 	var line []queuedEntry
@@ -134,11 +199,16 @@ func (a *app) queue(ctx context.Context, c *clients, key types.NamespacedName) e
 	}
 	slices.SortFunc(line, func(x, y queuedEntry) int { return admission.Order(x.w, y.w) })
 
+	return &queueView{tq: tq, line: line, owner: owner}, nil
+}
+
+// printQueue prints the queue's summary line and its places and line.
+func (a *app) printQueue(out io.Writer, v *queueView) error {
+	tq, line, owner := v.tq, v.line, v.owner
 	state := "admitting"
 	if ptr.Deref(tq.Spec.Suspend, false) {
 		state = "suspended: admits nothing new"
 	}
-	out := a.streams.Out
 	fmt.Fprintf(out, "TaskQueue %s: max %d, running %d, queued %d (%s)\n", tq.Name, tq.Spec.MaxRunning, tq.Status.Running, len(line), state)
 	if len(tq.Status.Admitted) == 0 && len(line) == 0 {
 		return nil

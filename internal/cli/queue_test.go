@@ -89,3 +89,32 @@ func TestQueueListsTheQueues(t *testing.T) {
 	}
 	assertContains(t, "stderr", stderr, "give no NAME with it")
 }
+
+// TestQueueWatch: --watch prints the listing, then again when the places
+// held change, until interrupted (exit 0).
+func TestQueueWatch(t *testing.T) {
+	ns := newNamespace(t)
+	tq := testutil.NewTaskQueue(ns, "team", 2)
+	if err := k8s.Create(suiteCtx, tq); err != nil {
+		t.Fatal(err)
+	}
+	old := queueWatchInterval
+	queueWatchInterval = 50 * time.Millisecond
+	t.Cleanup(func() { queueWatchInterval = old })
+
+	inv := start(t, "-n", ns, "queue", "team", "--watch")
+	inv.waitOutput(t, inv.stdout, "TaskQueue team: max 2, running 0")
+	tq.Status.Running = 1
+	tq.Status.Admitted = []string{"build-abcde-0-1"}
+	if err := k8s.Status().Update(suiteCtx, tq); err != nil {
+		t.Fatal(err)
+	}
+	inv.waitOutput(t, inv.stdout, "TaskQueue team: max 2, running 1")
+	inv.interrupt()
+	if code := inv.wait(t); code != ExitOK {
+		t.Errorf("exit code %d after the interrupt, want 0", code)
+	}
+	if n := strings.Count(inv.stdout.String(), "TaskQueue team:"); n != 2 {
+		t.Errorf("want the listing twice (before and after the change), got %d:\n%s", n, inv.stdout)
+	}
+}
