@@ -361,24 +361,19 @@ func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList
 	if bad := cal.AddDates(spec.SkipDates); len(bad) > 0 {
 		problems = append(problems, "spec.skipDates: "+strings.Join(bad, "; "))
 	}
+	lists := calendars
 	if ref := spec.SkipDatesFrom; ref != nil && from != nil {
-		where := fmt.Sprintf("ConfigMap %s key %s", ref.Name, ref.Key)
-		switch {
-		case from.Problem != "":
-			problems = append(problems, from.Problem)
-		default:
-			if bad := cal.AddDates(from.Lines); len(bad) > 0 {
-				problems = append(problems, where+": "+strings.Join(bad, "; ")+" (ignored)")
-			}
-		}
+		l := *from
+		l.Source = fmt.Sprintf("ConfigMap %s key %s", ref.Name, ref.Key)
+		lists = append([]SkipDateList{l}, calendars...)
 	}
-	for _, c := range calendars {
+	for _, l := range lists {
 		switch {
-		case c.Problem != "":
-			problems = append(problems, c.Problem)
+		case l.Problem != "":
+			problems = append(problems, l.Problem)
 		default:
-			if bad := cal.AddDates(c.Lines); len(bad) > 0 {
-				problems = append(problems, c.Source+": "+strings.Join(bad, "; ")+" (ignored)")
+			if bad := cal.AddDates(l.Lines); len(bad) > 0 {
+				problems = append(problems, l.Source+": "+strings.Join(bad, "; ")+" (ignored)")
 			}
 		}
 	}
