@@ -5,36 +5,24 @@ package main
 
 import (
 	"fmt"
-	"regexp"
-	"sort"
-
-	"github.com/prometheus/client_golang/prometheus"
+	"os"
+	"slices"
 
 	"github.com/taskops/task-operator/internal/metrics"
 )
 
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
-
 func main() {
-	ch := make(chan *prometheus.Desc, 64)
-	go func() {
-		for _, c := range metrics.Collectors(nil, nil, metrics.PerTaskAll) {
-			c.Describe(ch)
-		}
-		close(ch)
-	}()
-	seen := map[string]bool{}
-	for d := range ch {
-		if m := fqName.FindStringSubmatch(d.String()); m != nil {
-			seen[m[1]] = true
-		}
+	infos, err := metrics.Describe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "metricnames:", err)
+		os.Exit(1)
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
+	var names []string
+	for _, m := range infos {
+		names = append(names, m.Name)
 	}
-	sort.Strings(names)
-	for _, n := range names {
+	slices.Sort(names)
+	for _, n := range slices.Compact(names) {
 		fmt.Println(n)
 	}
 }

@@ -1,54 +1,26 @@
 package metrics
 
 import (
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/taskops/task-operator/internal/docgen"
 )
 
-var descFields = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"),(?: unit: "[^"]*",)? constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
-
 // TestMetricsReference: docs/reference/metrics.md lists every metric of
 // Collectors, with its type, labels and help (make docs writes it).
 func TestMetricsReference(t *testing.T) {
+	infos, err := Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rows [][]string
-	for _, c := range Collectors(nil, nil, PerTaskAll) {
-		typ := "gauge"
-		switch c.(type) {
-		case *prometheus.CounterVec, prometheus.Counter:
-			typ = "counter"
-		case *prometheus.HistogramVec, prometheus.Histogram:
-			typ = "histogram"
+	for _, m := range infos {
+		var labels []string
+		for _, l := range m.Labels {
+			labels = append(labels, docgen.Code(l))
 		}
-		ch := make(chan *prometheus.Desc, 64)
-		c.Describe(ch)
-		close(ch)
-		for d := range ch {
-			m := descFields.FindStringSubmatch(d.String())
-			if m == nil {
-				t.Fatalf("cannot read %s", d)
-			}
-			name, err := strconv.Unquote(m[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			help, err := strconv.Unquote(m[2])
-			if err != nil {
-				t.Fatal(err)
-			}
-			var labels []string
-			for _, l := range strings.Split(m[3], ",") {
-				if l != "" {
-					labels = append(labels, docgen.Code(l))
-				}
-			}
-			rows = append(rows, []string{docgen.Code(name), typ, strings.Join(labels, ", "), help})
-		}
+		rows = append(rows, []string{docgen.Code(m.Name), m.Type, strings.Join(labels, ", "), m.Help})
 	}
 	var b strings.Builder
 	b.WriteString(docgen.Header("internal/metrics (Collectors)"))
