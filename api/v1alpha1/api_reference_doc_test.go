@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -91,20 +92,13 @@ func crdPage(crd *apiextensionsv1.CustomResourceDefinition) string {
 // fieldRows appends a row for each field under s (path names s) and
 // returns the CEL rules found on the way.
 func fieldRows(path string, s apiextensionsv1.JSONSchemaProps, required bool, rows *[][]string) [][]string {
-	var rules [][]string
-	for _, r := range s.XValidations {
-		msg := r.Message
-		if msg == "" && r.MessageExpression != "" {
-			msg = "(computed: " + r.MessageExpression + ")"
-		}
-		rules = append(rules, []string{docgen.Code(path), docgen.Code(oneLine(r.Rule)), msg})
-	}
+	rules := rulesOf(path, s)
 	children, elem := s.Properties, ""
 	if s.Type == "array" && s.Items != nil && s.Items.Schema != nil && len(s.Items.Schema.Properties) > 0 {
 		children, elem = s.Items.Schema.Properties, "[]"
-		rules = append(rules, fieldRules(path+"[]", *s.Items.Schema)...)
+		rules = append(rules, rulesOf(path+"[]", *s.Items.Schema)...)
 	}
-	for _, name := range sortedKeys(children) {
+	for _, name := range slices.Sorted(maps.Keys(children)) {
 		c := children[name]
 		p := path + elem + "." + name
 		req := slices.Contains(s.Required, name)
@@ -117,11 +111,15 @@ func fieldRows(path string, s apiextensionsv1.JSONSchemaProps, required bool, ro
 	return rules
 }
 
-// fieldRules are the CEL rules on an array's item itself.
-func fieldRules(path string, s apiextensionsv1.JSONSchemaProps) [][]string {
+// rulesOf are the CEL rules on the schema at path itself.
+func rulesOf(path string, s apiextensionsv1.JSONSchemaProps) [][]string {
 	var rules [][]string
 	for _, r := range s.XValidations {
-		rules = append(rules, []string{docgen.Code(path), docgen.Code(oneLine(r.Rule)), r.Message})
+		msg := r.Message
+		if msg == "" && r.MessageExpression != "" {
+			msg = "(computed: " + r.MessageExpression + ")"
+		}
+		rules = append(rules, []string{docgen.Code(path), docgen.Code(oneLine(r.Rule)), msg})
 	}
 	return rules
 }
@@ -209,13 +207,4 @@ func codes(ss []string) string {
 		out = append(out, docgen.Code(s))
 	}
 	return strings.Join(out, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

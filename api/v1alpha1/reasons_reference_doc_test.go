@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,7 +50,7 @@ func TestReasonsReference(t *testing.T) {
 				t.Errorf("%s has no doc comment: say when the operator uses it", name)
 				continue
 			}
-			doc = regexp.MustCompile(`^`+name+`[:,]?\s*`).ReplaceAllString(doc, "")
+			doc = strings.TrimLeft(strings.TrimPrefix(doc, name), ":, \n")
 			for _, s := range reasonSections {
 				if !strings.HasPrefix(name, s.prefix) {
 					continue
