@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -27,13 +29,7 @@ func (a *app) completeTaskName(cmd *cobra.Command, args []string, toComplete str
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return a.completeNames(cmd, toComplete, &v1alpha1.TaskList{}, func(l client.ObjectList) []string {
-		var names []string
-		for _, t := range l.(*v1alpha1.TaskList).Items {
-			names = append(names, t.Name)
-		}
-		return names
-	})
+	return a.completeNames(cmd, toComplete, &v1alpha1.TaskList{})
 }
 
 // completeQueueName completes the NAME argument of `queue` with the
@@ -42,13 +38,7 @@ func (a *app) completeQueueName(cmd *cobra.Command, args []string, toComplete st
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return a.completeNames(cmd, toComplete, &v1alpha1.TaskQueueList{}, func(l client.ObjectList) []string {
-		var names []string
-		for _, q := range l.(*v1alpha1.TaskQueueList).Items {
-			names = append(names, q.Name)
-		}
-		return names
-	})
+	return a.completeNames(cmd, toComplete, &v1alpha1.TaskQueueList{})
 }
 
 // completeRunID completes --run with the runs the Task's history records
@@ -76,7 +66,9 @@ func (a *app) completeRunID(cmd *cobra.Command, args []string, toComplete string
 	return ids, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
 }
 
-func (a *app) completeNames(cmd *cobra.Command, toComplete string, list client.ObjectList, names func(client.ObjectList) []string) ([]string, cobra.ShellCompDirective) {
+// completeNames lists the names in the namespace of list's kind that start
+// with toComplete.
+func (a *app) completeNames(cmd *cobra.Command, toComplete string, list client.ObjectList) ([]string, cobra.ShellCompDirective) {
 	c, err := a.getClients()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
@@ -87,11 +79,12 @@ func (a *app) completeNames(cmd *cobra.Command, toComplete string, list client.O
 		return nil, cobra.ShellCompDirectiveError
 	}
 	var out []string
-	for _, n := range names(list) {
-		if strings.HasPrefix(n, toComplete) {
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if n := o.(client.Object).GetName(); strings.HasPrefix(n, toComplete) {
 			out = append(out, n)
 		}
-	}
+		return nil
+	})
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 

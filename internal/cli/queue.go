@@ -146,13 +146,15 @@ func (a *app) watchQueue(ctx context.Context, c *clients, key types.NamespacedNa
 			return nil // interrupted: the end of a watch, not a failure
 		case err != nil && last == "":
 			return err
-		case err == nil && v.digest() != last:
-			if last != "" {
-				fmt.Fprintln(a.out())
-			}
-			last = v.digest()
-			if err := a.printQueue(a.out(), v); err != nil {
-				return err
+		case err == nil:
+			if d := v.digest(); d != last {
+				if last != "" {
+					fmt.Fprintln(a.out())
+				}
+				last = d
+				if err := a.printQueue(a.out(), v); err != nil {
+					return err
+				}
 			}
 		}
 		if pause(ctx, queueWatchInterval) != nil {
