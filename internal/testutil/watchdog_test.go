@@ -36,21 +36,9 @@ func TestAKilledTestProcessLeavesNoAPIServer(t *testing.T) {
 		fmt.Println("pids:", strings.Join(pids, " "))
 		select {} // until killed
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAKilledTestProcessLeavesNoAPIServer$")
-	cmd.Env = append(os.Environ(), "TESTUTIL_WATCHDOG_CHILD=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// A failing test must not leave the child running either.
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "pids: ") {
-		t.Fatalf("the child did not start its envtest: %q %v", line, err)
+	cmd, line := startChild(t, "TestAKilledTestProcessLeavesNoAPIServer", "TESTUTIL_WATCHDOG_CHILD")
+	if !strings.HasPrefix(line, "pids: ") {
+		t.Fatalf("the child did not start its envtest: %q", line)
 	}
 	var pids []int
 	for _, f := range strings.Fields(strings.TrimPrefix(line, "pids: ")) {
@@ -95,21 +83,10 @@ func TestAProcessKilledWhileItsChildrenStartLeavesNoneBehind(t *testing.T) {
 		fmt.Println("pid:", sleeper.Process.Pid)
 		select {} // killed before Seal
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAProcessKilledWhileItsChildrenStartLeavesNoneBehind$")
-	cmd.Env = append(os.Environ(), "TESTUTIL_GUARD_CHILD=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// A failing test must not leave the child running either.
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd, line := startChild(t, "TestAProcessKilledWhileItsChildrenStartLeavesNoneBehind", "TESTUTIL_GUARD_CHILD")
 	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "pid: ")))
-	if err != nil || pid == 0 {
-		t.Fatalf("the child did not start its sleeper: %q %v", line, err)
+	if pid == 0 {
+		t.Fatalf("the child did not start its sleeper: %q", line)
 	}
 	// The guard records children every 20 ms; give it a few rounds.
 	Eventually(t, 5*time.Second, 20*time.Millisecond, "the guard to record the sleeper", func(context.Context) (bool, string) {
@@ -132,4 +109,27 @@ func guardFileHolds(pid int) bool {
 		}
 	}
 	return false
+}
+
+// startChild runs test again in a child process with env=1, and returns it
+// with the first line it printed; the child is killed when t ends, so a
+// failing test leaves it running neither.
+func startChild(t *testing.T, test, env string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the child's first line: %v (%q)", err, line)
+	}
+	return cmd, line
 }
