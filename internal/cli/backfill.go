@@ -35,6 +35,9 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
   kubectl task backfill settlement --from 2026-11-23T00:00:00Z --to 2026-11-30T00:00:00Z --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
 			if err := checkTimeout(timeout); err != nil {
 				return err
 			}
@@ -60,7 +63,14 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
 			}
 			fmt.Fprintf(a.messages(), "task/%s: backfill %q of %s to %s asked for\n", key.Name, token, f.UTC().Format(time.RFC3339), t.UTC().Format(time.RFC3339))
 			if !wait {
-				return nil
+				if a.output == "" {
+					return nil
+				}
+				task, err := c.getTask(cmd.Context(), key)
+				if err != nil {
+					return err
+				}
+				return a.printTask(cmd.Context(), task)
 			}
 			return a.waitFor(cmd.Context(), c, key, timeout, start, backfillTracker(token))
 		},
@@ -72,6 +82,7 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
 	addTimeoutFlag(cmd, &timeout)
+	a.addOutputFlag(cmd, printsTask+" (status.backfill shows the request), when asked for or, with --wait, when it ended")
 	return cmd
 }
 

@@ -36,11 +36,16 @@ runs end with result Cancelled and are not retried. A cron Task keeps its
 schedule; 'kubectl task trigger' afterwards starts a new run.
 
 With --wait, wait until the operator took the token and no run of the Task
-is unfinished (exit 0).`,
+is unfinished (exit 0); -o then prints the Task's newest run as it ended
+(with concurrencyPolicy Allow several runs may have stopped: 'kubectl task
+history' lists them).`,
 		Example: `  # Stop task/build now and wait until its runs are cancelled
   kubectl task cancel build -n ci --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
 			c, key, err := a.taskArg(timeout, args[0])
 			if err != nil {
 				return err
@@ -57,15 +62,23 @@ is unfinished (exit 0).`,
 			if err := setCancel(cmd.Context(), c, key, token); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.out(), "task/%s: cancel requested (cancel token %q)\n", key.Name, token)
+			fmt.Fprintf(a.messages(), "task/%s: cancel requested (cancel token %q)\n", key.Name, token)
 			if !wait {
-				return nil
+				if a.output == "" {
+					return nil
+				}
+				task, err := c.getTask(cmd.Context(), key)
+				if err != nil {
+					return err
+				}
+				return a.printTask(cmd.Context(), task)
 			}
 			return a.waitFor(cmd.Context(), c, key, timeout, start, cancelTracker(runs.TokenHash(token)))
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the operator stopped the Task's runs")
 	addTimeoutFlag(cmd, &timeout)
+	a.addOutputFlag(cmd, "with --wait the newest run as it ended (a TaskRunView, cli.taskops.io/v1alpha1; name: run/ID), else the Task")
 	return cmd
 }
 
@@ -116,7 +129,11 @@ func cancelTracker(hash string) tracker {
 		if len(cancelled) > 0 {
 			line += "; cancelled: run " + strings.Join(cancelled, ", run ")
 		}
-		return "", &outcome{code: ExitOK, lines: []string{line}}
+		view := currentRunView(t)
+		if len(t.Status.History) > 0 {
+			view = runView(t, &t.Status.History[0]) // newest first
+		}
+		return "", &outcome{code: ExitOK, lines: []string{line}, view: view}
 	})
 }
 

@@ -202,7 +202,6 @@ Exit codes:
 	root.AddCommand(
 		a.runCommand(),
 		a.waitCommand(),
-		a.triggerCommand(),
 		a.cancelCommand(),
 		a.logsCommand(),
 		a.historyCommand(),

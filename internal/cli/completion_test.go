@@ -100,7 +100,7 @@ func TestKubectlCompletesThePlugin(t *testing.T) {
 		return completions(string(out))
 	}
 	verbs := complete("")
-	for _, v := range []string{"run", "trigger", "wait", "cancel", "logs", "history", "results", "backfill", "queue", "suspend", "resume", "version", "completion"} {
+	for _, v := range []string{"run", "wait", "cancel", "logs", "history", "results", "backfill", "queue", "suspend", "resume", "version", "completion"} {
 		if !slices.Contains(verbs, v) {
 			t.Errorf("kubectl __complete task '': %q missing from %q", v, verbs)
 		}

@@ -28,6 +28,10 @@ func TestEveryVerbExits3OnAMissingObjectOrAUsageError(t *testing.T) {
 		if code != ExitError {
 			t.Errorf("kubectl task %s without a name: exit %d, want %d\nstderr: %s", verb[0], code, ExitError, stderr)
 		}
-		assertContains(t, "stderr of "+verb[0]+" without a name", stderr, "See 'kubectl task "+verb[0]+" --help' for usage.")
+		name := verb[0]
+		if name == "trigger" {
+			name = "run" // trigger is run's other name
+		}
+		assertContains(t, "stderr of "+verb[0]+" without a name", stderr, "See 'kubectl task "+name+" --help' for usage.")
 	}
 }

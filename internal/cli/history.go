@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 
+	cliv1alpha1 "github.com/taskops/task-operator/api/cli/v1alpha1"
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
@@ -41,6 +41,12 @@ deleted.`,
   kubectl task history nightly-report -n ops --watch`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
+			if attempts && a.output != "" {
+				return usageErrorf("--attempts prints a table; -o prints the runs (kubectl get task NAME -o jsonpath='{.status.attemptRecords}' prints the attempts)")
+			}
 			c, err := a.getClients()
 			if err != nil {
 				return err
@@ -58,6 +64,7 @@ deleted.`,
 	cmd.Flags().BoolVar(&noTrunc, "no-trunc", false, "print messages in full (still on one line)")
 	cmd.Flags().BoolVar(&attempts, "attempts", false, "print the attempts of the newest run instead of the runs")
 	cmd.Flags().BoolVarP(&watching, "watch", "w", false, "after the runs, print a row for each run that starts or changes")
+	a.addOutputFlag(cmd, "the runs: a List of TaskRunViews (cli.taskops.io/v1alpha1) for json, yaml and jsonpath=, run/ID lines for name, the table with every column for wide")
 	return cmd
 }
 
@@ -75,37 +82,49 @@ func (a *app) history(ctx context.Context, c *clients, key types.NamespacedName,
 	case attempts:
 		fmt.Fprintf(a.errOut(), "run %s of task/%s:\n", task.Status.CurrentRun, key.Name)
 		return printAttempts(a.out(), task.Status.AttemptRecords, noTrunc)
+	case a.output != "":
+		return a.printRunViews(historyViews(task), true) // an empty List when none
 	case len(task.Status.History) == 0:
 		fmt.Fprintf(a.errOut(), "No runs recorded for task/%s yet.\n", key.Name)
 		return nil
 	}
-	return printHistory(a.out(), task.Status.History, a.now(), noTrunc)
+	return printRunTable(a.out(), historyViews(task), a.now(), tableOptions{noTrunc: noTrunc, header: true})
 }
 
 // watchHistory prints the runs, then a row for each run that starts or
-// changes, until ctx ends or the Task is deleted.
+// changes, until ctx ends or the Task is deleted. With -o json|yaml each
+// run is printed as one TaskRunView, as kubectl get -w -o json prints one
+// object per change.
 func (a *app) watchHistory(ctx context.Context, c *clients, key types.NamespacedName, noTrunc bool) error {
 	printed := map[string]string{} // run id -> the row last printed
 	header := true
 	err := watchTask(ctx, c.ctrl, key, func(task *v1alpha1.Task) bool {
-		var changed []v1alpha1.RunRecord
+		var changed []cliv1alpha1.TaskRunView
 		// After the first listing (newest first, as without --watch), the
 		// changed runs oldest first: the rows read in the order they happened.
-		for i := len(task.Status.History) - 1; i >= 0; i-- {
-			r := task.Status.History[i]
-			row := fmt.Sprint(r.Result, r.Attempts, r.StartTime, r.CompletionTime, r.Message)
-			if printed[r.RunID] != row {
-				printed[r.RunID] = row
-				changed = append(changed, r)
+		views := historyViews(task)
+		for i := len(views) - 1; i >= 0; i-- {
+			v := views[i]
+			row := fmt.Sprint(v.Phase, v.Attempts, v.StartTime, v.CompletionTime, v.Message)
+			if printed[v.RunID] != row {
+				printed[v.RunID] = row
+				changed = append(changed, v)
 			}
 		}
 		if header {
 			slices.Reverse(changed)
 		}
-		if len(changed) > 0 || header {
-			_ = printRuns(a.out(), changed, a.now(), noTrunc, header)
-			header = false
+		switch {
+		case a.output == "" && (len(changed) > 0 || header):
+			_ = printRunTable(a.out(), changed, a.now(), tableOptions{noTrunc: noTrunc, header: header})
+		case a.output == "name" || a.output == "wide":
+			_ = a.printRunViews(changed, header)
+		default:
+			for i := range changed {
+				_ = a.printRunView(&changed[i])
+			}
 		}
+		header = false
 		return false
 	})
 	switch {
@@ -116,32 +135,6 @@ func (a *app) watchHistory(ctx context.Context, c *clients, key types.Namespaced
 		return nil // interrupted: the end of a watch, not a failure
 	}
 	return err
-}
-
-// printHistory prints runs as a table.
-func printHistory(w io.Writer, runs []v1alpha1.RunRecord, now time.Time, noTrunc bool) error {
-	return printRuns(w, runs, now, noTrunc, true)
-}
-
-// printRuns prints runs as rows of the history table, after its header if
-// header.
-func printRuns(w io.Writer, runs []v1alpha1.RunRecord, now time.Time, noTrunc, header bool) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	if header {
-		fmt.Fprintln(tw, "RUN\tRESULT\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tMESSAGE")
-	}
-	for i := range runs {
-		r := &runs[i]
-		duration := "-"
-		if d, ok := runDuration(r, now); ok {
-			duration = formatDuration(d)
-		}
-		msg := messageCell(r.Message, noTrunc)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.RunID, r.Result, strconv.Itoa(int(r.Attempts)),
-			formatTime(r.StartTime), formatTime(r.CompletionTime), duration, msg)
-	}
-	return tw.Flush()
 }
 
 // printAttempts prints attempt records as a table.

@@ -78,10 +78,12 @@ func TestPrintHistoryColumnsAlign(t *testing.T) {
 	var b bytes.Buffer
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	start := metav1.NewTime(now.Add(-2 * time.Hour))
-	err := printHistory(&b, []v1alpha1.RunRecord{
+	task := &v1alpha1.Task{}
+	task.Status.History = []v1alpha1.RunRecord{
 		{RunID: "s1767225600", Result: v1alpha1.RunResultStopped, Attempts: 1, StartTime: &start, Message: "replaced by run s1767229200"},
 		{RunID: "0", Result: v1alpha1.RunResultSucceeded, Attempts: 10},
-	}, now, false)
+	}
+	err := printRunTable(&b, historyViews(task), now, tableOptions{header: true})
 	if err != nil {
 		t.Fatal(err)
 	}

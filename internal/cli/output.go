@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/util/jsonpath"
-	"sigs.k8s.io/yaml"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
@@ -24,13 +21,19 @@ var outputFormats = []string{"json", "yaml", "name", "wide"}
 
 const jsonpathPrefix = "jsonpath="
 
-// addOutputFlag adds -o/--output to a command that ends with a Task: with
-// it, stdout holds only the Task as it finished (the object, as `kubectl
-// get -o` prints it), and every message goes to stderr, so CI can pipe it
-// (`kubectl task run -f t.yaml --wait -o json | jq .status.phase`).
-func (a *app) addOutputFlag(cmd *cobra.Command) {
+// Output flag texts: what -o prints for a verb about a Task, and for a
+// verb about a run (a TaskRunView, api/cli/v1alpha1).
+const (
+	printsTask = "the Task (as kubectl get -o prints it; wide: the row kubectl get tasks -o wide prints)"
+	printsRun  = "the run: a TaskRunView (cli.taskops.io/v1alpha1) for json, yaml and jsonpath=, run/ID for name, its history row for wide"
+)
+
+// addOutputFlag adds -o/--output: with it, stdout holds only what the
+// verb prints (what says it), and every message goes to stderr, so CI can
+// pipe it.
+func (a *app) addOutputFlag(cmd *cobra.Command, what string) {
 	cmd.Flags().StringVarP(&a.output, "output", "o", "",
-		"print the Task when done, as json, yaml, name, wide (the row `kubectl get tasks -o wide` prints) or jsonpath=TEMPLATE; messages go to stderr")
+		"json, yaml, name, wide or jsonpath=TEMPLATE: print "+what+"; messages go to stderr")
 }
 
 // checkOutput refuses an unknown -o, and a jsonpath template that does not
@@ -56,67 +59,10 @@ func (a *app) printTask(ctx context.Context, t *v1alpha1.Task) error {
 	t = t.DeepCopy()
 	t.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Task"))
 	t.ManagedFields = nil // as kubectl, without --show-managed-fields
-	var p printers.ResourcePrinter
-	switch a.output {
-	case "json":
-		p = &printers.JSONPrinter{}
-	case "yaml":
-		p = &printers.YAMLPrinter{}
-	case "name":
-		p = &printers.NamePrinter{}
-	default:
-		jp, err := printers.NewJSONPathPrinter(strings.TrimPrefix(a.output, jsonpathPrefix))
-		if err != nil {
-			return err
-		}
-		jp.AllowMissingKeys(true) // as kubectl get -o jsonpath
-		p = jp
+	if a.output == "name" {
+		return (&printers.NamePrinter{}).PrintObj(t, a.out())
 	}
-	return p.PrintObj(t, a.out())
-}
-
-// printRun prints a run's history entry in the -o format: its results are
-// at .results (-o jsonpath='{.results.version}').
-func (a *app) printRun(rec *v1alpha1.RunRecord) error {
-	return a.printValue("run/"+rec.RunID, rec)
-}
-
-// printValue prints something that is not an API object (a run's entry, a
-// results map) as json, yaml or jsonpath=TEMPLATE; name prints name.
-func (a *app) printValue(name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	switch a.output {
-	case "json":
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, b, "", "    "); err != nil {
-			return err
-		}
-		buf.WriteString("\n")
-		_, err = a.out().Write(buf.Bytes())
-		return err
-	case "yaml":
-		y, err := yaml.JSONToYAML(b)
-		if err != nil {
-			return err
-		}
-		_, err = a.out().Write(y)
-		return err
-	case "name", "wide":
-		_, err := fmt.Fprintln(a.out(), name)
-		return err
-	}
-	var data any
-	if err := json.Unmarshal(b, &data); err != nil {
-		return err
-	}
-	jp := jsonpath.New("output").AllowMissingKeys(true) // as kubectl get -o jsonpath
-	if err := jp.Parse(strings.TrimPrefix(a.output, jsonpathPrefix)); err != nil {
-		return err
-	}
-	return jp.Execute(a.out(), data)
+	return a.printObject(t)
 }
 
 // printTaskRow prints the Task as `kubectl get task NAME -o wide` does: the

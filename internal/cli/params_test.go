@@ -73,6 +73,7 @@ func TestResults(t *testing.T) {
 	key := finishedOneShot(t, ns, "report")
 	setStatus(t, key, func(task *v1alpha1.Task) {
 		task.Status.Results = map[string]string{"rows": "42", "url": "s3://bucket/a b"}
+		task.Status.History[0].Results = task.Status.Results // as the operator writes it
 		task.Status.History = append(task.Status.History, v1alpha1.RunRecord{RunID: "m0123456789", Result: v1alpha1.RunResultFailed,
 			Results: map[string]string{"rows": "7"}})
 	})
@@ -83,7 +84,7 @@ func TestResults(t *testing.T) {
 	if want := "rows\t42\nurl\t\"s3://bucket/a b\"\n"; stdout != want {
 		t.Errorf("stdout %q, want %q", stdout, want)
 	}
-	code, stdout, _ = runCLI(t, "-n", ns, "results", "report", "--run", "m0123456789", "-o", "jsonpath={.rows}")
+	code, stdout, _ = runCLI(t, "-n", ns, "results", "report", "--run", "m0123456789", "-o", "jsonpath={.results.rows}")
 	if code != ExitOK || stdout != "7" {
 		t.Errorf("--run: exit code %d, stdout %q; want 0 and 7", code, stdout)
 	}

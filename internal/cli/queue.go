@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,12 +36,18 @@ namespace's) with their limit, the attempts running and waiting, and
 whether they admit.
 
 With -w/--watch, print the listing again each time the places held or the
-line change (it looks every 2 s), until interrupted.`,
+line change (it looks every 2 s), until interrupted.
+
+-o json|yaml|name|jsonpath= prints the TaskQueue objects (a List without
+NAME), as kubectl get taskqueues -o does; -o wide prints the listing.`,
 		Example: `  kubectl task queue team -n ci
   kubectl task queue -A
   kubectl task queue team -n ci --watch`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
 			c, err := a.getClients()
 			if err != nil {
 				return err
@@ -59,6 +67,7 @@ line change (it looks every 2 s), until interrupted.`,
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the TaskQueues of every namespace")
 	cmd.Flags().BoolVarP(&watching, "watch", "w", false, "with NAME: print the listing again whenever the places held or the line change")
+	a.addOutputFlag(cmd, "the TaskQueue (a List of them without NAME) as kubectl get -o prints it; wide: the listing")
 	return cmd
 }
 
@@ -71,6 +80,9 @@ func (a *app) queues(ctx context.Context, c *clients, all bool) error {
 	}
 	if err := c.ctrl.List(ctx, &list, opts...); err != nil {
 		return err
+	}
+	if a.printsObjects() {
+		return a.printQueueObjects(&list)
 	}
 	if len(list.Items) == 0 {
 		where := "in namespace " + c.namespace
@@ -132,6 +144,25 @@ func (a *app) queue(ctx context.Context, c *clients, key types.NamespacedName) e
 	return a.printQueue(a.streams.Out, v)
 }
 
+// printsObjects says whether -o asks for objects rather than the listing.
+func (a *app) printsObjects() bool { return a.output != "" && a.output != "wide" }
+
+// printQueueObjects prints TaskQueues in the -o format, as kubectl get
+// taskqueues -o prints them: a List.
+func (a *app) printQueueObjects(list *v1alpha1.TaskQueueList) error {
+	list = list.DeepCopy()
+	list.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "List"}
+	list.ResourceVersion, list.Continue = "", ""
+	for i := range list.Items {
+		list.Items[i].SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("TaskQueue"))
+		list.Items[i].ManagedFields = nil
+	}
+	if a.output == "name" {
+		return (&printers.NamePrinter{}).PrintObj(list, a.out())
+	}
+	return a.printObject(list)
+}
+
 // queueWatchInterval is how often --watch looks at the queue.
 var queueWatchInterval = 2 * time.Second
 
@@ -148,7 +179,7 @@ func (a *app) watchQueue(ctx context.Context, c *clients, key types.NamespacedNa
 			return err
 		case err == nil:
 			if d := v.digest(); d != last {
-				if last != "" {
+				if last != "" && !a.printsObjects() {
 					fmt.Fprintln(a.out())
 				}
 				last = d
@@ -207,6 +238,15 @@ func loadQueue(ctx context.Context, c *clients, key types.NamespacedName) (*queu
 // printQueue prints the queue's summary line and its places and line.
 func (a *app) printQueue(out io.Writer, v *queueView) error {
 	tq, line, owner := v.tq, v.line, v.owner
+	if a.printsObjects() {
+		tq = tq.DeepCopy()
+		tq.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("TaskQueue"))
+		tq.ManagedFields = nil
+		if a.output == "name" {
+			return (&printers.NamePrinter{}).PrintObj(tq, out)
+		}
+		return a.printObject(tq)
+	}
 	state := "admitting"
 	if ptr.Deref(tq.Spec.Suspend, false) {
 		state = "suspended: admits nothing new"

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 
+	cliv1alpha1 "github.com/taskops/task-operator/api/cli/v1alpha1"
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
@@ -22,10 +23,10 @@ func (a *app) resultsCommand() *cobra.Command {
 (status.results), or with --run the run ID's from the history.
 
 Without -o: one NAME VALUE pair a line, values quoted when they hold spaces
-or newlines. -o json prints the results as one JSON object, -o
-jsonpath='{.rows}' one value.`,
+or newlines. -o json prints the run as a TaskRunView (cli.taskops.io/v1alpha1),
+its results under .results: -o jsonpath='{.results.rows}' prints one value.`,
 		Example: `  kubectl task results nightly-report
-  kubectl task results nightly-report --run m3f2a9c41d0 -o jsonpath='{.rows}'`,
+  kubectl task results nightly-report --run m3f2a9c41d0 -o jsonpath='{.results.rows}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := a.checkOutput(); err != nil {
@@ -39,16 +40,14 @@ jsonpath='{.rows}' one value.`,
 			if err != nil {
 				return err
 			}
-			values, err := runResults(task, runID)
+			view, err := resultsRun(task, runID)
 			if err != nil {
 				return err
 			}
 			if a.output != "" {
-				if values == nil {
-					values = map[string]string{}
-				}
-				return a.printValue("task/"+task.Name, values)
+				return a.printRunView(view)
 			}
+			values := view.Results
 			if len(values) == 0 {
 				fmt.Fprintf(a.errOut(), "task/%s: no results\n", task.Name)
 				return nil
@@ -64,14 +63,18 @@ jsonpath='{.rows}' one value.`,
 		},
 	}
 	cmd.Flags().StringVar(&runID, "run", "", "the run whose results to print (an id from 'kubectl task history'); default: the newest finished run")
-	a.addOutputFlag(cmd)
+	a.addOutputFlag(cmd, printsRun)
 	return cmd
 }
 
-// runResults are the results of run id, or of the newest finished run.
-func runResults(t *v1alpha1.Task, id string) (map[string]string, error) {
+// resultsRun is the run whose results to print: run id, or the newest
+// finished run.
+func resultsRun(t *v1alpha1.Task, id string) (*cliv1alpha1.TaskRunView, error) {
 	if id == "" {
-		return t.Status.Results, nil
+		if v := newestFinishedRunView(t); v != nil {
+			return v, nil
+		}
+		return nil, fmt.Errorf("task/%s has no finished run yet (kubectl task wait %s waits for one)", t.Name, t.Name)
 	}
 	h := findRun(t, id)
 	if h == nil {
@@ -80,5 +83,5 @@ func runResults(t *v1alpha1.Task, id string) (map[string]string, error) {
 	if h.Result == v1alpha1.RunResultRunning {
 		return nil, fmt.Errorf("run %s of task/%s has not finished", id, t.Name)
 	}
-	return h.Results, nil
+	return runView(t, h), nil
 }

@@ -29,28 +29,47 @@ func (a *app) runCommand() *cobra.Command {
 		token   string
 	)
 	cmd := &cobra.Command{
-		Use:   "run (-f FILE | NAME [--param NAME=VALUE]...) [--wait] [--timeout DURATION]",
-		Short: "Create the Task in FILE, or start a run of Task NAME with values, and optionally wait for it",
+		Use:     "run (-f FILE | NAME [--param NAME=VALUE]...) [--wait] [--timeout DURATION]",
+		Aliases: []string{"trigger"},
+		Short:   "Create the Task in FILE, or start a run of Task NAME now, and optionally wait for it",
 		Long: `With -f: create the Task in FILE (YAML or JSON, one Task; '-' reads stdin).
+The namespace is the file's metadata.namespace, else -n/--namespace, else
+the kubeconfig context's namespace, else "default". metadata.generateName
+works: each call then creates a new Task, which suits CI pipelines.
 
-With NAME: start one run of the existing Task NAME, as 'kubectl task
-trigger' does, with the values --param gives (spec.params; the others get
-their defaults), written with the run-now token in one patch. With --wait,
--o prints that run's history entry, results included:
--o jsonpath='{.results.version}' prints one result.
+With NAME: start one run of the existing Task NAME now, by setting a new
+run-now token in its batch.taskops.io/run-now annotation (a merge patch).
+The run's id is "m" + the first 10 hex digits of sha256(token). The token
+is a UTC timestamp plus a random suffix unless --run-now-token sets it: a
+fixed token (say, the CI pipeline's id) makes the step idempotent, since
+the same token again starts no second run and --wait then reports the run
+that token started. --param gives the run a value for one of spec.params
+(repeatable), written in the batch.taskops.io/run-params annotation in the
+same patch (params without a value get their default; without --param the
+annotation is removed). The run follows spec.concurrencyPolicy (Forbid: it
+starts when the active run ended) and also runs while the Task is
+suspended.
 
-The namespace is the file's metadata.namespace, else -n/--namespace, else the
-kubeconfig context's namespace, else "default". metadata.generateName works:
-each call then creates a new Task, which suits CI pipelines.
+'kubectl task trigger' is another name for this verb.
 
-With --wait, wait for the Task to finish as 'kubectl task wait' does. When
-interrupted (SIGINT, SIGTERM: the CI job was cancelled) it cancels the
-Task's runs before it exits (exit code 4), unless --detach.`,
+With --wait, wait for the Task (-f) or the run (NAME) to finish: exit 0
+when it succeeded, 1 when it failed or was stopped, 4 when it was
+cancelled. When interrupted (SIGINT, SIGTERM: the CI job was cancelled) it
+cancels the Task's runs before it exits (exit code 4), unless --detach.
+
+-o prints the run with --wait (a TaskRunView: -o jsonpath='{.results.rows}'
+prints one result), else the Task as created or triggered.`,
 		Example: `  # Create a Task and wait up to 10 minutes for it
   kubectl task run -f task.yaml --wait --timeout 10m
 
   # From stdin, in namespace ci
   cat task.yaml | kubectl task run -n ci -f -
+
+  # Re-run task/nightly-report and wait up to 15 minutes for that run
+  kubectl task run nightly-report --wait --timeout 15m
+
+  # Idempotent from CI: the same pipeline never starts two runs
+  kubectl task run deploy-db --run-now-token "pipeline-$CI_PIPELINE_ID" --wait
 
   # Re-run the report for a past date and print the rows it wrote
   kubectl task run nightly-report --param date=2026-11-30 --wait -o jsonpath='{.results.rows}'`,
@@ -63,7 +82,7 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 				if err := checkToken(cmd, token); err != nil {
 					return err
 				}
-				return a.startRun(cmd, args[0], runRequest{token: token, printsRun: true}, values, wait, detach, timeout)
+				return a.startRun(cmd, args[0], runRequest{token: token}, values, wait, detach, timeout)
 			}
 			if cmd.Flags().Changed("run-now-token") {
 				return usageErrorf("--run-now-token starts a run of an existing Task: kubectl task run NAME --run-now-token TOKEN (a Task created with -f starts its first run by itself)")
@@ -98,7 +117,7 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 			start := a.now()
 			if err := c.ctrl.Create(cmd.Context(), task, client.FieldValidation("Strict")); err != nil {
 				if apierrors.IsAlreadyExists(err) {
-					return fmt.Errorf("%w\nhint: re-run an existing Task with 'kubectl task trigger %s', or use metadata.generateName to create a new Task each time",
+					return fmt.Errorf("%w\nhint: start a new run of an existing Task with 'kubectl task run %s', or use metadata.generateName to create a new Task each time",
 						err, task.Name)
 				}
 				return fmt.Errorf("creating the Task from %s: %w", file, err)
@@ -116,11 +135,11 @@ Task's runs before it exits (exit code 4), unless --detach.`,
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "file holding the Task (YAML or JSON); - for stdin")
 	addParamFlag(cmd, &values)
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Task finished; the exit code tells how")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the Task (-f) or the run (NAME) finished; the exit code tells how")
 	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the Task's runs running instead of cancelling them")
 	addTokenFlag(cmd, &token)
 	addTimeoutFlag(cmd, &timeout)
-	a.addOutputFlag(cmd)
+	a.addOutputFlag(cmd, "with --wait the run (a TaskRunView, cli.taskops.io/v1alpha1; name: run/ID), else the Task")
 	return cmd
 }
 

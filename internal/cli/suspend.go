@@ -26,13 +26,16 @@ attempt already running is left to finish, and a run started with
 'kubectl task run' or 'trigger' still runs. Nothing is written when the
 Task is already suspended. 'kubectl task resume NAME' undoes it.`
 	}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     verb + " NAME",
 		Short:   fmt.Sprintf("Set spec.suspend of a Task to %t", on),
 		Long:    long,
 		Example: fmt.Sprintf("  kubectl task %s nightly-report -n reports", verb),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkOutput(); err != nil {
+				return err
+			}
 			c, key, err := a.taskArg(0, args[0])
 			if err != nil {
 				return err
@@ -42,15 +45,21 @@ Task is already suspended. 'kubectl task resume NAME' undoes it.`
 				return err
 			}
 			if ptr.Deref(task.Spec.Suspend, false) == on {
-				fmt.Fprintf(a.out(), "task/%s already %s\n", key.Name, done)
-				return nil
+				fmt.Fprintf(a.messages(), "task/%s already %s\n", key.Name, done)
+			} else {
+				patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, on)
+				task = &v1alpha1.Task{ObjectMeta: task.ObjectMeta} // Patch reads the result into it
+				if err := c.ctrl.Patch(cmd.Context(), task, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+					return fmt.Errorf("setting spec.suspend of task/%s: %w", key.Name, err)
+				}
+				fmt.Fprintf(a.messages(), "task/%s %s\n", key.Name, done)
 			}
-			patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, on)
-			if err := c.ctrl.Patch(cmd.Context(), &v1alpha1.Task{ObjectMeta: task.ObjectMeta}, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-				return fmt.Errorf("setting spec.suspend of task/%s: %w", key.Name, err)
+			if a.output != "" {
+				return a.printTask(cmd.Context(), task)
 			}
-			fmt.Fprintf(a.out(), "task/%s %s\n", key.Name, done)
 			return nil
 		},
 	}
+	a.addOutputFlag(cmd, printsTask)
+	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	cliv1alpha1 "github.com/taskops/task-operator/api/cli/v1alpha1"
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
 )
@@ -48,7 +49,7 @@ Progress goes to stderr, the result to stdout (success) or stderr (failure).`,
 		},
 	}
 	addTimeoutFlag(cmd, &timeout)
-	a.addOutputFlag(cmd)
+	a.addOutputFlag(cmd, printsRun)
 	return cmd
 }
 
@@ -84,8 +85,9 @@ type outcome struct {
 	// step: the wait was a step of a command that goes on (not its end),
 	// so -o prints nothing yet.
 	step bool
-	// run, when set, is what -o prints: the run's history entry.
-	run *v1alpha1.RunRecord
+	// view, when set, is what -o prints: the run waited for; else -o
+	// prints the Task.
+	view *cliv1alpha1.TaskRunView
 }
 
 // tracker follows one Task until what it waits for happened.
@@ -131,8 +133,8 @@ func (a *app) waitFor(ctx context.Context, c *clients, key types.NamespacedName,
 		}
 		if a.output != "" && !res.step {
 			print := func() error { return a.printTask(ctx, final) }
-			if res.run != nil {
-				print = func() error { return a.printRun(res.run) }
+			if res.view != nil {
+				print = func() error { return a.printRunView(res.view) }
 			}
 			if err := print(); err != nil {
 				return err
@@ -232,11 +234,11 @@ func observeOneShot(t *v1alpha1.Task) (string, *outcome) {
 	switch {
 	case conditionTrue(t, v1alpha1.ConditionFailed):
 		if c := condition(t, v1alpha1.ConditionFailed); c.Reason == string(v1alpha1.ReasonCancelled) {
-			return "", &outcome{code: ExitCancelled, lines: failureLines(t)}
+			return "", &outcome{code: ExitCancelled, lines: failureLines(t), view: currentRunView(t)}
 		}
-		return "", &outcome{code: ExitFailed, lines: failureLines(t)}
+		return "", &outcome{code: ExitFailed, lines: failureLines(t), view: currentRunView(t)}
 	case conditionTrue(t, v1alpha1.ConditionReady):
-		return "", &outcome{code: ExitOK, lines: []string{successLine(t, findRun(t, t.Status.CurrentRun))}}
+		return "", &outcome{code: ExitOK, lines: []string{successLine(t, findRun(t, t.Status.CurrentRun))}, view: currentRunView(t)}
 	}
 	return phaseLine(t), nil
 }
@@ -248,7 +250,7 @@ func (w *taskTracker) observeCron(t *v1alpha1.Task) (string, *outcome) {
 		if c := condition(t, v1alpha1.ConditionFailed); c.Reason == string(v1alpha1.ReasonInvalidSchedule) ||
 			c.Reason == string(v1alpha1.ReasonInvalidSpec) {
 			// No run will start until the spec is fixed.
-			return "", &outcome{code: ExitFailed, lines: failureLines(t)}
+			return "", &outcome{code: ExitFailed, lines: failureLines(t), view: currentRunView(t)}
 		}
 	}
 	hist := t.Status.History
@@ -282,8 +284,6 @@ type runTracker struct {
 	// token, when set, is the run-now token that starts the run: if another
 	// token replaces it before the operator took it, the run never starts.
 	token string
-	// printRun: -o prints the run's history entry, not the Task.
-	printRun bool
 }
 
 func (r *runTracker) observe(t *v1alpha1.Task) (string, *outcome) {
@@ -292,8 +292,8 @@ func (r *runTracker) observe(t *v1alpha1.Task) (string, *outcome) {
 		return r.notStarted(t)
 	}
 	progress, out := r.verdict(t, h)
-	if out != nil && r.printRun {
-		out.run = h.DeepCopy()
+	if out != nil {
+		out.view = runView(t, h)
 	}
 	return progress, out
 }

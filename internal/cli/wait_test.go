@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	cliv1alpha1 "github.com/taskops/task-operator/api/cli/v1alpha1"
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
@@ -274,13 +275,14 @@ func TestRunErrors(t *testing.T) {
 	if code != ExitError {
 		t.Fatalf("second run: exit code %d, want 3", code)
 	}
-	assertContains(t, "stderr", stderr, "already exists", "kubectl task trigger build")
+	assertContains(t, "stderr", stderr, "already exists", "kubectl task run build")
 }
 
-// With -o json, stdout holds only the Task as it finished, so CI can pipe
-// it (`kubectl task run -f t.yaml --wait -o json | jq .status.phase`);
-// every message goes to stderr, and the exit code still tells the result.
-func TestRunWaitOutputJSONIsTheFinishedTaskAlone(t *testing.T) {
+// With -o json, stdout holds only the run as it finished (a TaskRunView),
+// so CI can pipe it (`kubectl task run -f t.yaml --wait -o json | jq
+// .phase`); every message goes to stderr, and the exit code still tells
+// the result.
+func TestRunWaitOutputJSONIsTheFinishedRunAlone(t *testing.T) {
 	ns := newNamespace(t)
 	file := writeFile(t, "task.yaml", taskYAML)
 	inv := start(t, "-n", ns, "run", "-f", file, "--wait", "--timeout", "30s", "-o", "json")
@@ -290,32 +292,48 @@ func TestRunWaitOutputJSONIsTheFinishedTaskAlone(t *testing.T) {
 	if code := inv.wait(t); code != ExitOK {
 		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
 	}
-	var got v1alpha1.Task
+	var got cliv1alpha1.TaskRunView
 	if err := json.Unmarshal([]byte(inv.stdout.String()), &got); err != nil {
-		t.Fatalf("stdout is not one JSON Task: %v\n%s", err, inv.stdout)
+		t.Fatalf("stdout is not one JSON TaskRunView: %v\n%s", err, inv.stdout)
 	}
-	if got.Kind != "Task" || got.Name != "build" || got.Status.Phase != v1alpha1.PhaseSucceeded || len(got.ManagedFields) != 0 {
-		t.Errorf("stdout: kind %q, name %q, phase %q, %d managedFields", got.Kind, got.Name, got.Status.Phase, len(got.ManagedFields))
+	if got.APIVersion != "cli.taskops.io/v1alpha1" || got.Kind != "TaskRunView" || got.Task != "build" || got.Namespace != ns ||
+		got.RunID != "0" || got.Phase != "Succeeded" || got.Attempts != 1 {
+		t.Errorf("stdout: %+v", got)
 	}
 	assertContains(t, "stderr", inv.stderr.String(), "task/build succeeded")
 
-	if code, out, _ := runCLI(t, "-n", ns, "wait", "build", "-o", "name"); code != ExitOK || out != "task.batch.taskops.io/build\n" {
+	if code, out, _ := runCLI(t, "-n", ns, "wait", "build", "-o", "name"); code != ExitOK || out != "run/0\n" {
 		t.Errorf("wait -o name: code %d, stdout %q", code, out)
 	}
-	if code, out, _ := runCLI(t, "-n", ns, "wait", "build", "-o", "jsonpath={.status.phase}"); code != ExitOK || out != "Succeeded" {
-		t.Errorf("wait -o jsonpath={.status.phase}: code %d, stdout %q", code, out)
+	if code, out, _ := runCLI(t, "-n", ns, "wait", "build", "-o", "jsonpath={.phase}"); code != ExitOK || out != "Succeeded" {
+		t.Errorf("wait -o jsonpath={.phase}: code %d, stdout %q", code, out)
 	}
-	// -o wide is the row kubectl get -o wide prints: the CRD's columns,
-	// the priority-1 ones (QUEUE, SCHEDULE, LAST-ERROR) included.
+	// -o wide is the run's history row with every column.
 	code, out, stderr := runCLI(t, "-n", ns, "wait", "build", "-o", "wide")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != ExitOK || len(lines) != 2 ||
-		!strings.Contains(lines[0], "LAST-ERROR") || !strings.HasPrefix(lines[1], "build ") || !strings.Contains(lines[1], "Succeeded") {
+		!strings.HasPrefix(lines[0], "TASK ") || !strings.Contains(lines[0], "REASON") || !strings.HasPrefix(lines[1], "build ") || !strings.Contains(lines[1], "Succeeded") {
 		t.Errorf("wait -o wide: code %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	for _, bad := range []string{"table", "jsonpath={.status.phase"} {
+	for _, bad := range []string{"table", "jsonpath={.phase"} {
 		if code, _, stderr := runCLI(t, "-n", ns, "wait", "build", "-o", bad); code != ExitError || !strings.Contains(stderr, "--output") {
 			t.Errorf("wait -o %s: code %d, stderr %q", bad, code, stderr)
 		}
+	}
+}
+
+// Verbs about a Task print the Task: without --wait, run -f prints it as
+// created, and -o wide is the row kubectl get -o wide prints (the CRD's
+// columns, the priority-1 ones such as LAST-ERROR included).
+func TestRunWithoutWaitPrintsTheTask(t *testing.T) {
+	ns := newNamespace(t)
+	file := writeFile(t, "task.yaml", taskYAML)
+	if code, out, stderr := runCLI(t, "-n", ns, "run", "-f", file, "-o", "name"); code != ExitOK || out != "task.batch.taskops.io/build\n" {
+		t.Errorf("run -f -o name: code %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	code, out, stderr := runCLI(t, "-n", ns, "suspend", "build", "-o", "wide")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != ExitOK || len(lines) != 2 ||
+		!strings.Contains(lines[0], "LAST-ERROR") || !strings.HasPrefix(lines[1], "build ") {
+		t.Errorf("suspend -o wide: code %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
 

@@ -19,65 +19,9 @@ import (
 // maxTokenLength bounds a user-chosen run-now token.
 const maxTokenLength = 256
 
-func (a *app) triggerCommand() *cobra.Command {
-	var (
-		wait    bool
-		detach  bool
-		timeout time.Duration
-		token   string
-		values  []string
-	)
-	cmd := &cobra.Command{
-		Use:   "trigger NAME [--param NAME=VALUE]... [--wait] [--timeout DURATION]",
-		Short: "Start one run of a Task now (run-now annotation) and optionally wait for it",
-		Long: `Start one run of the Task now by setting a new run-now token in the
-batch.taskops.io/run-now annotation (a merge patch). The run's id is
-"m" + the first 10 hex digits of sha256(token).
-
-The token is a UTC timestamp plus a random suffix unless --run-now-token sets
-it: a fixed token (say, the CI pipeline id) makes the step idempotent, since
-setting the same token again starts no second run and --wait then reports
-the run that token started.
-
---param gives the run a value for one of spec.params (repeatable): the
-values go into the batch.taskops.io/run-params annotation in the same patch
-as the token, so the run uses exactly them (params without a value get
-their default). Without --param the annotation is removed: the run gets the
-defaults.
-
-The run follows spec.concurrencyPolicy (Forbid: it starts when the active run
-ended) and also runs while the Task is suspended.
-
-With --wait, wait for that run to finish: exit 0 when it succeeded, 1 when it
-failed or was stopped, 4 when it was cancelled. When interrupted (SIGINT,
-SIGTERM) it cancels the Task's runs before it exits, unless --detach.`,
-		Example: `  # Re-run task/nightly-report and wait up to 15 minutes for that run
-  kubectl task trigger nightly-report --wait --timeout 15m
-
-  # Idempotent trigger from CI
-  kubectl task trigger deploy-db --run-now-token "pipeline-$CI_PIPELINE_ID" --wait
-
-  # Re-run the report for a past date
-  kubectl task trigger nightly-report --param date=2026-11-30 --wait`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkToken(cmd, token); err != nil {
-				return err
-			}
-			return a.startRun(cmd, args[0], runRequest{token: token}, values, wait, detach, timeout)
-		},
-	}
-	addParamFlag(cmd, &values)
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the triggered run finished; the exit code tells how")
-	cmd.Flags().BoolVar(&detach, "detach", false, "with --wait: when interrupted, leave the run running instead of cancelling the Task's runs")
-	addTokenFlag(cmd, &token)
-	addTimeoutFlag(cmd, &timeout)
-	a.addOutputFlag(cmd)
-	return cmd
-}
-
-// startRun is trigger NAME and run NAME: check the flags, write the token
-// (a new one unless req has one) and the values, and wait when asked.
+// startRun is run NAME (and its alias trigger NAME): check the flags,
+// write the token (a new one unless req has one) and the values, and wait
+// when asked.
 func (a *app) startRun(cmd *cobra.Command, name string, req runRequest, values []string, wait, detach bool, timeout time.Duration) error {
 	if err := checkTimeout(timeout); err != nil {
 		return err
@@ -101,12 +45,11 @@ func (a *app) startRun(cmd *cobra.Command, name string, req runRequest, values [
 	return a.trigger(cmd.Context(), c, key, req, wait, detach, timeout)
 }
 
-// runRequest is what a trigger asks for: a token, the run's values, and
-// whether -o prints the run's history entry (run NAME) or the Task.
+// runRequest is what a run of an existing Task asks for: a token and the
+// run's values.
 type runRequest struct {
-	token     string
-	params    map[string]string
-	printsRun bool
+	token  string
+	params map[string]string
 }
 
 func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName, req runRequest, wait, detach bool, timeout time.Duration) error {
@@ -149,7 +92,7 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		}
 		return nil
 	}
-	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token, printRun: req.printsRun}, detach)
+	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token}, detach)
 }
 
 // setRunNow writes the run-now token and the run's values in one merge
