@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	cliv1alpha1 "github.com/taskops/task-operator/api/cli/v1alpha1"
 	"github.com/taskops/task-operator/api/v1alpha1"
