@@ -36,8 +36,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: docs
-docs: ## Write the reference pages generated from the code (docs/reference/, the chart's README); `go test` fails when one is stale.
+docs: ## Write the reference pages generated from the code (docs/reference/, the chart's README) and kubectl task's output files (internal/cli/testdata/golden/); `go test` fails when one is stale.
 	UPDATE_DOCS=1 go test -count=1 -run 'Reference|TheChartREADMEIsItsValues' ./cmd/manager/ ./internal/metrics/ ./api/v1alpha1/ ./test/chart/
+	UPDATE_DOCS=1 KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test -count=1 -run 'TestOutputGolden' ./internal/cli/
 
 .PHONY: verify
 verify: verify-generated verify-yaml ## Fail when generated files are stale or a YAML file repeats a key.

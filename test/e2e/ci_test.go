@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	cliv1alpha1 "github.com/taskops/task-operator/api/cli/v1alpha1"
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/testutil"
@@ -220,10 +221,10 @@ func TestThePlainKubectlReRunRecipeReportsEachNewOutcome(t *testing.T) {
 	t.Logf("%d re-runs with plain kubectl, each reported its own outcome; annotate to outcome: %s", reruns, strings.Join(took, " "))
 }
 
-// `kubectl task run -f task.yaml --wait -o json | jq .status.phase`: with
-// -o json the plugin's stdout is the finished Task alone, on a real node,
-// and the exit code still says how the run ended (a shell `exit 3`).
-func TestRunWaitOutputJSONPipesTheFinishedTask(t *testing.T) {
+// `kubectl task run -f task.yaml --wait -o json | jq .phase`: with -o json
+// the plugin's stdout is the finished run alone (a TaskRunView), on a real
+// node, and the exit code still says how the run ended (a shell `exit 3`).
+func TestRunWaitOutputJSONPipesTheFinishedRun(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-ci-json")
@@ -245,11 +246,9 @@ func TestRunWaitOutputJSONPipesTheFinishedTask(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		var task struct {
-			Status struct{ Phase string } `json:"status"`
-		}
-		if jerr := json.Unmarshal([]byte(stdout.String()), &task); jerr != nil || task.Status.Phase != c.phase || code != c.code {
-			t.Errorf("%q: exit %d (want %d), .status.phase %q (want %s), %v\nstdout:\n%s\nstderr:\n%s", c.shell, code, c.code, task.Status.Phase, c.phase, jerr, stdout.String(), stderr.String())
+		var run cliv1alpha1.TaskRunView
+		if jerr := json.Unmarshal([]byte(stdout.String()), &run); jerr != nil || run.Kind != cliv1alpha1.Kind || run.Phase != c.phase || code != c.code {
+			t.Errorf("%q: exit %d (want %d), kind %q, .phase %q (want %s), %v\nstdout:\n%s\nstderr:\n%s", c.shell, code, c.code, run.Kind, run.Phase, c.phase, jerr, stdout.String(), stderr.String())
 		}
 	}
 }

@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -97,6 +99,26 @@ func kubectlTask(t testing.TB, timeout time.Duration, args ...string) string {
 		t.Fatalf("kubectl task %s: %v\n%s%s", strings.Join(args, " "), err, out, operatorNote())
 	}
 	return string(out)
+}
+
+// plugin runs the kubectl plugin against the cluster and returns its exit
+// code, stdout and stderr; only a plugin that cannot run fails the test.
+func plugin(t testing.TB, timeout time.Duration, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(timeout))
+	defer cancel()
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, env.plugin, append(args, "--kubeconfig", env.cluster.Kubeconfig)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("kubectl task %s: %v", strings.Join(args, " "), err)
+	}
+	return code, out.String(), errOut.String()
 }
 
 func keysOf(m map[string]bool) []string {

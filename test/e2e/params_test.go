@@ -3,12 +3,8 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -28,21 +24,9 @@ import (
 // output) and its exit code; stderr goes to the test log.
 func pluginStdout(t *testing.T, timeout time.Duration, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testutil.Timeout(timeout))
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, env.plugin, append(args, "--kubeconfig", env.cluster.Kubeconfig)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	t.Logf("kubectl task %s:\n%s", strings.Join(args, " "), stderr.String())
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return stdout.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("kubectl task %s: %v", strings.Join(args, " "), err)
-	}
-	return stdout.String(), 0
+	code, stdout, stderr := plugin(t, timeout, args...)
+	t.Logf("kubectl task %s:\n%s", strings.Join(args, " "), stderr)
+	return stdout, code
 }
 
 // A shell Task with a param and results, re-run through the plugin with
