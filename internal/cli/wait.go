@@ -183,9 +183,13 @@ func (a *app) printLastLogLines(ctx context.Context, c *clients, key types.Names
 	if err != nil {
 		return
 	}
-	fmt.Fprintf(a.errOut(), "last %d log lines of job %s:\n", failureLogLines, job)
-	var discard strings.Builder
-	_ = streamLogs(lctx, c.kube, pods, logsOptions{tail: failureLogLines}, a.errOut(), &discard, job)
+	// Read first, print after: a pod that never started (a StartTimeout)
+	// has no log, and a heading over nothing reads as an empty log.
+	var tail, discard strings.Builder
+	_ = streamLogs(lctx, c.kube, pods, logsOptions{tail: failureLogLines}, &tail, &discard, job)
+	if tail.Len() > 0 {
+		fmt.Fprintf(a.errOut(), "last %d log lines of job %s:\n%s", failureLogLines, job, tail.String())
+	}
 }
 
 func printLines(w io.Writer, lines []string) {

@@ -48,6 +48,9 @@ func TestPluginWaitNamesTheCauseAndTheNextStep(t *testing.T) {
 				t.Errorf("wait %s: the output does not name %q", c.name, s)
 			}
 		}
+		if last := strings.TrimRight(stderr, "\n"); strings.HasSuffix(last, ":") {
+			t.Errorf("wait %s: the output ends in a heading over nothing: %q", c.name, last[strings.LastIndex(last, "\n")+1:])
+		}
 		for _, line := range strings.Split(stderr, "\n") {
 			if strings.Count(line, string(c.reason)+":") > 1 {
 				t.Errorf("wait %s: the reason twice in one line: %q", c.name, line)
