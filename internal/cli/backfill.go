@@ -63,14 +63,7 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
 			}
 			fmt.Fprintf(a.messages(), "task/%s: backfill %q of %s to %s asked for\n", key.Name, token, f.UTC().Format(time.RFC3339), t.UTC().Format(time.RFC3339))
 			if !wait {
-				if a.output == "" {
-					return nil
-				}
-				task, err := c.getTask(cmd.Context(), key)
-				if err != nil {
-					return err
-				}
-				return a.printTask(cmd.Context(), task)
+				return a.printTaskAfter(cmd.Context(), c, key)
 			}
 			return a.waitFor(cmd.Context(), c, key, timeout, start, backfillTracker(token))
 		},

@@ -64,14 +64,7 @@ history' lists them).`,
 			}
 			fmt.Fprintf(a.messages(), "task/%s: cancel requested (cancel token %q)\n", key.Name, token)
 			if !wait {
-				if a.output == "" {
-					return nil
-				}
-				task, err := c.getTask(cmd.Context(), key)
-				if err != nil {
-					return err
-				}
-				return a.printTask(cmd.Context(), task)
+				return a.printTaskAfter(cmd.Context(), c, key)
 			}
 			return a.waitFor(cmd.Context(), c, key, timeout, start, cancelTracker(runs.TokenHash(token)))
 		},

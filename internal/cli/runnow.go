@@ -83,14 +83,7 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 	id := runs.RunNowID(token)
 	fmt.Fprintf(a.messages(), "task/%s triggered: run %s (run-now token %q)\n", key.Name, id, token)
 	if !wait {
-		if a.output != "" {
-			task, err := c.getTask(ctx, key)
-			if err != nil {
-				return err
-			}
-			return a.printTask(ctx, task)
-		}
-		return nil
+		return a.printTaskAfter(ctx, c, key)
 	}
 	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token}, detach)
 }
