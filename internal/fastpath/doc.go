@@ -8,8 +8,10 @@
 // Every shortcut only saves requests or time under load; none is needed
 // for correctness, which rests on deterministic Job names, optimistic
 // locking on every status and record write, and each pass reading what
-// exists. With the switch off nothing here is consulted, so that claim is
-// tested. What each saves:
+// exists. With the switch off every hook here is a no-op (a nil receiver)
+// and the controllers call them all the same: they never ask whether the
+// shortcuts are on (test/layers holds them to it), so the claim is tested
+// by running them off. What each saves:
 //
 //   - created Jobs (jobs.go; Shortcuts.RememberCreated, Created,
 //     SeenJobs): the Jobs this process created, until the cache shows

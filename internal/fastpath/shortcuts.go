@@ -6,6 +6,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -17,8 +18,8 @@ import (
 // Shortcuts is the in-process state both controllers share for speed,
 // made once and handed to each (cmd/manager). A nil *Shortcuts is the off
 // switch: every method is then a no-op or returns what the cache says, so
-// the controllers never branch on the switch themselves, and with it off
-// nothing of this package is consulted.
+// the controllers never branch on the switch themselves (there is no
+// method that says whether it is on).
 type Shortcuts struct {
 	jobs    createdJobs
 	writes  ownWrites
@@ -74,8 +75,46 @@ func (s *Shortcuts) RecordStartDelay() time.Duration {
 	return s.recordStartDelay
 }
 
-// On reports whether the shortcuts are taken.
-func (s *Shortcuts) On() bool { return s != nil }
+// RecordLater reports whether a pass that created Jobs leaves its status
+// write to the pass their create events bring (at RecordPriority):
+// jobsSayItAll is plan.RecordLater, whether those Jobs carry everything the
+// pass decided. Without shortcuts every pass writes its own status.
+func (s *Shortcuts) RecordLater(jobsSayItAll bool) bool { return s != nil && jobsSayItAll }
+
+// PutInLine puts a Task whose status write changed what it waits for in
+// its queue's line (put: internal/waitline's Lines.Put) and wakes the
+// queue at once: under a burst the cache, and so the Task watch that
+// does both without shortcuts, lags by seconds.
+func (s *Shortcuts) PutInLine(task *v1alpha1.Task, put func(*v1alpha1.Task)) {
+	if s == nil {
+		return
+	}
+	put(task)
+	s.WakeQueue(task.Namespace, task.Spec.QueueName)
+}
+
+// TaskWatches adds the Task controller's shortcut watches to b: handlers
+// (new Tasks at start priority, its own status writes seen) on Tasks, and
+// the Tasks the queue controller hands over (HandAdmitted). Without
+// shortcuts b is returned as it is.
+func (s *Shortcuts) TaskWatches(b *builder.Builder, handlers ...handler.EventHandler) *builder.Builder {
+	if s == nil {
+		return b
+	}
+	for _, h := range handlers {
+		b = b.Watches(&v1alpha1.Task{}, h)
+	}
+	return b.WatchesRawSource(s.AdmittedTasks())
+}
+
+// QueueWatches adds the queue controller's shortcut watch to b: the
+// queues WakeQueue hands over. Without shortcuts b is returned as it is.
+func (s *Shortcuts) QueueWatches(b *builder.Builder) *builder.Builder {
+	if s == nil {
+		return b
+	}
+	return b.WatchesRawSource(s.QueueWakes())
+}
 
 // RememberCreated remembers a Job this process created.
 func (s *Shortcuts) RememberCreated(job *batchv1.Job, now time.Time) {

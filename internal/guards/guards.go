@@ -7,7 +7,9 @@
 //     exits; it must not write meanwhile (Held, ErrLeaseLapsed, StandDown);
 //   - an optimistic-lock conflict, which is routine (the cache had not
 //     seen the newest object yet): a quiet requeue, not an error
-//     (OnConflict).
+//     (OnConflict);
+//   - both at once, at the end of a pass whose stages just return their
+//     errors (Settle).
 package guards
 
 import (
@@ -41,6 +43,23 @@ var ErrLeaseLapsed = errors.New("the leader lease lapsed; not acting on a possib
 func StandDown(ctx context.Context) (reconcile.Result, error) {
 	log.FromContext(ctx).V(1).Info(ErrLeaseLapsed.Error())
 	return reconcile.Result{RequeueAfter: LeaseRecheck}, nil
+}
+
+// Settle ends a pass as its error says: a lapsed lease (ErrLeaseLapsed,
+// wrapped or not) stands down (StandDown), an optimistic-lock conflict is
+// a quiet requeue (OnConflict), anything else is res and err as they are.
+// A controller's Reconcile calls it once, so its stages just return their
+// errors.
+func Settle(ctx context.Context, res reconcile.Result, err error) (reconcile.Result, error) {
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, ErrLeaseLapsed):
+		return StandDown(ctx)
+	case apierrors.IsConflict(err):
+		return OnConflict(ctx, err)
+	}
+	return res, err
 }
 
 // ConflictRetry is how soon a pass that lost an optimistic-lock race runs

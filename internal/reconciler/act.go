@@ -10,7 +10,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,163 +19,82 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
-	"github.com/taskops/task-operator/internal/metrics"
 	"github.com/taskops/task-operator/internal/plan"
-	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/status"
 )
 
-// act is stage 3: it carries out the plan, in its order, and keeps p.runs
-// as the Jobs now are. It stops at the first error; a Job the API server
-// refuses as invalid starts nothing more (p.refused).
+// act is stage 3: it carries out the plan, action by action in the order
+// of actions, and keeps p.runs as the Jobs now are. It stops at the first
+// error; a Job the API server refuses (p.refused, p.jobRefused) starts
+// nothing more and prunes nothing.
 func (p *pass) act(ctx context.Context) error {
-	for _, name := range slices.Sorted(maps.Keys(p.plan.Relabel)) {
-		if err := p.restoreLabels(ctx, name, p.plan.Relabel[name]); err != nil {
-			return fmt.Errorf("restoring the labels of Job %s: %w", name, err)
-		}
-	}
-	for _, s := range p.plan.Stop {
-		if err := p.stopAttempt(ctx, s); err != nil {
-			return fmt.Errorf("stopping attempt %d of run %s: %w", s.Attempt, s.RunID, err)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(p.plan.Capture)) {
-		if err := p.keepOutput(ctx, name, p.plan.Capture[name]); err != nil {
-			return fmt.Errorf("keeping the output on Job %s: %w", name, err)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(p.plan.RecordRetryAfter)) {
-		if err := p.keepRetryAfter(ctx, name, p.plan.RecordRetryAfter[name]); err != nil {
-			return fmt.Errorf("keeping Retry-After on Job %s: %w", name, err)
-		}
-	}
-	for _, s := range p.plan.Start {
-		if err := p.startAttempt(ctx, s); err != nil {
-			return fmt.Errorf("starting attempt %d of run %s: %w", s.Attempt, s.RunID, err)
+	for _, do := range actions {
+		if err := do(p, ctx); err != nil {
+			return err
 		}
 		if p.refused != nil || p.jobRefused != nil {
 			return nil
 		}
 	}
+	return nil
+}
+
+// actions carry out the plan's parts, in order: the labels the operator
+// finds its Jobs by put back, attempts stopped, outputs and Retry-After
+// kept on Jobs, attempts started (start.go), old runs' Jobs pruned.
+var actions = []func(p *pass, ctx context.Context) error{
+	(*pass).restoreAllLabels,
+	(*pass).stopAttempts,
+	(*pass).keepOutputs,
+	(*pass).keepRetryAfters,
+	(*pass).startAttempts,
+	(*pass).pruneRuns,
+}
+
+func (p *pass) restoreAllLabels(ctx context.Context) error {
+	for _, name := range slices.Sorted(maps.Keys(p.plan.Relabel)) {
+		if err := p.restoreLabels(ctx, name, p.plan.Relabel[name]); err != nil {
+			return fmt.Errorf("restoring the labels of Job %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (p *pass) stopAttempts(ctx context.Context) error {
+	for _, s := range p.plan.Stop {
+		if err := p.stopAttempt(ctx, s); err != nil {
+			return fmt.Errorf("stopping attempt %d of run %s: %w", s.Attempt, s.RunID, err)
+		}
+	}
+	return nil
+}
+
+func (p *pass) keepOutputs(ctx context.Context) error {
+	for _, name := range slices.Sorted(maps.Keys(p.plan.Capture)) {
+		if err := p.keepOutput(ctx, name, p.plan.Capture[name]); err != nil {
+			return fmt.Errorf("keeping the output on Job %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (p *pass) keepRetryAfters(ctx context.Context) error {
+	for _, name := range slices.Sorted(maps.Keys(p.plan.RecordRetryAfter)) {
+		if err := p.keepRetryAfter(ctx, name, p.plan.RecordRetryAfter[name]); err != nil {
+			return fmt.Errorf("keeping Retry-After on Job %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (p *pass) pruneRuns(ctx context.Context) error {
 	for _, pr := range p.plan.Prune {
 		if err := p.pruneRun(ctx, pr); err != nil {
 			return fmt.Errorf("pruning run %s: %w", pr.RunID, err)
 		}
 	}
 	return nil
-}
-
-// startAttempt creates the Job of one attempt. The Job name is
-// deterministic, so a Job that already exists and that this Task controls
-// is the attempt, created by an earlier pass whose status write was lost:
-// never a second Job for one attempt. A Job the API server refuses as
-// invalid makes the spec InvalidSpec, without retrying in a loop; any
-// other refusal (a policy, a quota, a foreign Job under the name) is
-// recorded by refuse (jobrefused.go).
-func (p *pass) startAttempt(ctx context.Context, s plan.Start) error {
-	if !p.r.leaseHeld() {
-		return guards.ErrLeaseLapsed
-	}
-	job := jobs.Build(p.task, s.RunID, s.Attempt, s.Scheduled, s.Params, p.r.Jobs)
-	if p.plan.RunNowToken != "" {
-		job.Annotations[v1alpha1.AnnotationRunNowToken] = p.plan.RunNowToken
-	}
-	if token := runs.RunNowToken(p.task.Annotations[v1alpha1.AnnotationRunNow], s.RunID, runs.Find(p.runs, s.RunID)); token != "" {
-		job.Annotations[v1alpha1.AnnotationRunNowTokenValue] = token
-	}
-	if created := p.r.Shortcuts.Created(ctrl.ObjectKeyFromObject(job), p.now); created != nil {
-		// Created by an earlier pass of this process; not in the cache yet.
-		p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(created, s.Attempt))
-		return nil
-	}
-	if behind, err := p.cacheBehindDelete(ctx, job); err != nil || behind {
-		return err
-	}
-	if legacy, err := p.legacyAttempt(ctx, s); err != nil || legacy != nil {
-		if legacy != nil {
-			p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(legacy, s.Attempt))
-		}
-		return err
-	}
-	err := p.r.Client.Create(ctx, job)
-	switch {
-	case err == nil:
-		p.r.Shortcuts.RememberCreated(job, p.now)
-		metrics.AttemptsTotal.WithLabelValues(string(p.task.Spec.Type), "started").Inc()
-		if s.Scheduled != nil && s.Attempt == 1 {
-			metrics.ScheduleDelay.Observe(p.now.Sub(*s.Scheduled).Seconds())
-		}
-		p.created++
-		log.FromContext(ctx).Info("created Job", "job", job.Name, "run", s.RunID, "attempt", s.Attempt)
-		// A run's first Job shows in the Task's status and Job list; an
-		// event for it would cost every run a request (a burst or a cron
-		// slot of 1000 Tasks: 1000 more requests while Jobs wait to start).
-		// A retry is worth one.
-		if s.Attempt > 1 {
-			p.r.event(p.task, job, eventNormal, v1alpha1.EventAttemptCreated, "CreateJob",
-				fmt.Sprintf("run %s: attempt %d started as Job %s", s.RunID, s.Attempt, job.Name))
-		}
-		if slots := p.plan.Schedule.Slots; slots != nil && slots.Missed > 0 && s.Scheduled != nil && s.Attempt == 1 && slots.Due.Equal(*s.Scheduled) {
-			// Reported now, not after the status write: once the slot's
-			// Job exists, a pass that follows a lost write counts from that
-			// slot and no longer sees the slots missed before it.
-			p.missedEvent(slots)
-		}
-	case apierrors.IsAlreadyExists(err):
-		existing := &batchv1.Job{}
-		if err := p.r.APIReader.Get(ctx, ctrl.ObjectKeyFromObject(job), existing); err != nil {
-			return err
-		}
-		if !runs.ControlledBy(existing, p.task.UID) {
-			p.refuse(s, v1alpha1.ReasonJobRefused, fmt.Sprintf("Job %s exists and is not this Task's (it holds the attempt's name): delete that Job (kubectl delete job %s), or give this Task another name", job.Name, job.Name))
-			return nil
-		}
-		job = existing
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// The namespace is being deleted: its Tasks go with it, and every
-		// retry would be refused the same way.
-		return errNamespaceTerminating
-	case apierrors.IsForbidden(err) && retry.QuotaRefusal(err.Error()):
-		p.refuse(s, v1alpha1.ReasonWaitingForCapacity, "a ResourceQuota refused its Job: "+err.Error())
-		return nil
-	case apierrors.IsForbidden(err):
-		p.refuse(s, v1alpha1.ReasonJobRefused, "the API server refused its Job: "+err.Error())
-		return nil
-	case apierrors.IsInvalid(err):
-		p.refused = &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: status.Head("the API server refused the Job: "+err.Error(), status.MaxMessage)}
-		return nil
-	case mayPass(err):
-		p.waitForAPI(s, err)
-		return nil
-	default:
-		return err
-	}
-	p.addAttempt(s.RunID, s.Scheduled, runs.AttemptOf(job, s.Attempt))
-	return nil
-}
-
-// legacyAttempt is the attempt's Job under the name earlier builds gave
-// it (jobs.LegacyName), when the Task's name is cut and such a Job of the
-// Task exists: made before an upgrade and not in the cache (yet), it is
-// the attempt, and a Job under the new name would be a second one. One
-// read, only for cut names.
-func (p *pass) legacyAttempt(ctx context.Context, s plan.Start) (*batchv1.Job, error) {
-	names := jobs.Names(p.task, s.RunID, s.Attempt)
-	if len(names) < 2 {
-		return nil, nil
-	}
-	return p.readOwnJob(ctx, names[1:], func(j *batchv1.Job) bool { return runs.ControlledBy(j, p.task.UID) })
-}
-
-// addAttempt records a Job this pass made (or found) in p.runs.
-func (p *pass) addAttempt(runID string, scheduled *time.Time, a runs.Attempt) {
-	if a.Created.IsZero() {
-		// The Job has just been created: the API server's timestamp is in
-		// the returned object, but guard against a client that drops it.
-		a.Created = p.now
-	}
-	p.runs = runs.AddAttempt(p.runs, runID, scheduled, a)
 }
 
 // stopAttempt stops an attempt the contract's way: annotate its Job with

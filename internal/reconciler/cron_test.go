@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -335,6 +336,15 @@ func TestMissedSlotsAreReportedWhenTheWriteOfThePassThatStartedTheNewestIsLost(t
 	eventually(t, "the crashing pass to create the newest slot's Job", func() (bool, string) {
 		_, _ = crashing.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(task)})
 		return len(jobsOf(t, task)) == 1, "no Job yet"
+	})
+	// The pass after the crash reads the Job from the cache, as a restarted
+	// operator's first pass would; one that ran before the cache showed it
+	// would see the slots missed again and report them a second time (an
+	// event the crash repeats, as the lost write repeats the pass).
+	eventually(t, "the slot's Job in the manual cache", func() (bool, string) {
+		var list batchv1.JobList
+		err := manualClient.List(ctx, &list, client.InNamespace(ns))
+		return err == nil && len(list.Items) == 1, fmt.Sprintf("%d Jobs cached, %v", len(list.Items), err)
 	})
 	after := manualReconciler(nil)
 	after.Recorder = recorder

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
-	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/notify"
 )
@@ -42,55 +41,114 @@ func (r *TaskReconciler) reconcileDelete(ctx context.Context, task *v1alpha1.Tas
 	if !controllerutil.ContainsFinalizer(task, v1alpha1.Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	now := r.Clock.Now()
-	jobList, err := r.listJobs(ctx, task)
+	d := &deletion{r: r, task: task, now: r.Clock.Now(), waitUntil: task.DeletionTimestamp.Add(notificationWait)}
+	for _, step := range deletionSteps {
+		if done, err := step(d, ctx); err != nil || done {
+			return d.result, err
+		}
+	}
+	return d.result, nil
+}
+
+// deletion is what the steps of a deleted Task's pass carry.
+type deletion struct {
+	r    *TaskReconciler
+	task *v1alpha1.Task
+	now  time.Time
+	// waitUntil bounds the wait for notifications (notificationWait).
+	waitUntil time.Time
+	// jobs are the Task's Jobs; terminating: its namespace is being
+	// deleted.
+	jobs        []batchv1.Job
+	terminating bool
+	// sending are the notification Jobs that may still send; againAt is
+	// when to try again to create one the API server refused for a while.
+	sending []string
+	againAt time.Time
+	// wait: the Task waits for sending (or for againAt).
+	wait    bool
+	deleted []string
+	result  reconcile.Result
+}
+
+// deletionSteps are a deleted Task's pass, in order; a step that ends the
+// pass says done (d.result is then its result).
+var deletionSteps = []func(d *deletion, ctx context.Context) (done bool, err error){
+	(*deletion).observe,
+	(*deletion).notify,
+	(*deletion).deleteJobs,
+	(*deletion).release,
+}
+
+// observe reads the Task's Jobs, whether its namespace is being deleted,
+// and its notification Jobs that have not finished.
+func (d *deletion) observe(ctx context.Context) (bool, error) {
+	jobList, err := d.r.listJobs(ctx, d.task)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("delete: listing Jobs: %w", err)
+		return true, fmt.Errorf("delete: listing Jobs: %w", err)
 	}
-	terminating := r.namespaceTerminating(ctx, task.Namespace)
-	sending := unsentNotifications(task, jobList)
-	waitUntil := task.DeletionTimestamp.Add(notificationWait)
-	var againAt time.Time
-	if !terminating {
-		created, at := r.notifyOnDelete(ctx, task, jobList, now)
-		sending, againAt = append(sending, created...), at
+	d.jobs, d.terminating = jobList, d.r.namespaceTerminating(ctx, d.task.Namespace)
+	d.sending = unsentNotifications(d.task, jobList)
+	return false, nil
+}
+
+// notify creates the notifications the Task still owes (notifyOnDelete),
+// unless its namespace is being deleted, and decides whether to wait.
+func (d *deletion) notify(ctx context.Context) (bool, error) {
+	if !d.terminating {
+		created, at := d.r.notifyOnDelete(ctx, d.task, d.jobs, d.now)
+		d.sending, d.againAt = append(d.sending, created...), at
 	}
-	wait := (len(sending) > 0 && !terminating && now.Before(waitUntil)) || !againAt.IsZero()
+	d.wait = (len(d.sending) > 0 && !d.terminating && d.now.Before(d.waitUntil)) || !d.againAt.IsZero()
+	return false, nil
+}
+
+// deleteJobs deletes the Task's Jobs, but those that may still send a
+// notification while the Task waits for them; then, if it waits, the
+// pass ends until they finished, the bound passed or againAt.
+func (d *deletion) deleteJobs(ctx context.Context) (bool, error) {
 	keep := map[string]bool{}
-	if wait {
-		for _, name := range sending {
+	if d.wait {
+		for _, name := range d.sending {
 			keep[name] = true
 		}
 	}
-	deleted, err := r.deleteJobs(ctx, jobList, keep)
+	deleted, err := d.r.deleteJobs(ctx, d.jobs, keep)
+	d.deleted = deleted
 	if err != nil {
-		if !terminating {
-			r.event(task, nil, eventWarning, v1alpha1.EventCleanupFailed, "DeleteJobs", "could not delete the Task's Jobs: "+err.Error())
-			return reconcile.Result{}, fmt.Errorf("delete: %w", err)
+		if !d.terminating {
+			d.r.event(d.task, nil, eventWarning, v1alpha1.EventCleanupFailed, "DeleteJobs", "could not delete the Task's Jobs: "+err.Error())
+			return true, fmt.Errorf("delete: %w", err)
 		}
 		log.FromContext(ctx).Info("namespace is terminating; leaving the Jobs to it", "error", err.Error())
 	}
-	if wait {
-		log.FromContext(ctx).Info("deleted Task waits for its notifications", "jobs", sending, "until", waitUntil)
-		return requeueAt(earliest(waitUntil, againAt), now), nil
+	if d.wait {
+		log.FromContext(ctx).Info("deleted Task waits for its notifications", "jobs", d.sending, "until", d.waitUntil)
+		d.result = requeueAt(earliest(d.waitUntil, d.againAt), d.now)
+		return true, nil
 	}
-	// Only this finalizer goes, and only from the version read: a merge
-	// patch of metadata.finalizers replaces the whole list, so without
-	// the lock a finalizer another controller added meanwhile would be
-	// lost. A conflict runs the pass again.
-	controllerutil.RemoveFinalizer(task, v1alpha1.Finalizer)
-	patch, err := finalizersPatch(task)
+	return false, nil
+}
+
+// release removes the finalizer, and the Task goes. Only this finalizer
+// goes, and only from the version read: a merge patch of
+// metadata.finalizers replaces the whole list, so without the lock a
+// finalizer another controller added meanwhile would be lost. A conflict
+// runs the pass again (guards.Settle).
+func (d *deletion) release(ctx context.Context) (bool, error) {
+	controllerutil.RemoveFinalizer(d.task, v1alpha1.Finalizer)
+	patch, err := finalizersPatch(d.task)
 	if err != nil {
-		return reconcile.Result{}, err
+		return true, err
 	}
-	if err := r.Client.Patch(ctx, task, patch); err != nil {
+	if err := d.r.Client.Patch(ctx, d.task, patch); err != nil {
 		if err = ctrl.IgnoreNotFound(err); err != nil {
-			return guards.OnConflict(ctx, fmt.Errorf("delete: removing the finalizer: %w", err))
+			return true, fmt.Errorf("delete: removing the finalizer: %w", err)
 		}
-		return reconcile.Result{}, nil
+		return true, nil
 	}
-	r.event(task, nil, eventNormal, v1alpha1.EventDeleted, "Delete", deletedNote(deleted, sending, wait, terminating))
-	return reconcile.Result{}, nil
+	d.r.event(d.task, nil, eventNormal, v1alpha1.EventDeleted, "Delete", deletedNote(d.deleted, d.sending, d.wait, d.terminating))
+	return true, nil
 }
 
 // notifyOnDelete creates the notification Jobs a deleted Task still owes

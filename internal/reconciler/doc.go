@@ -11,9 +11,12 @@
 //
 // Reconcile (reconciler.go) reads the Task and hands it to reconcileDelete
 // (delete.go) or reconcileNormal, whose numbered stages are the whole pass,
-// each reading only what the stages before it left:
+// each reading only what the stages before it left. The stages return
+// their errors; Reconcile ends every pass through guards.Settle, once: a
+// lapsed lease stands down, a conflict is a quiet requeue.
 //
-//  1. observe (observe.go, missing.go): the time, read once; the Task's
+//  1. observe (observe.go: an ordered list of observers, each filling its
+//     part of the plan's input): the time, read once; the Task's
 //     Jobs as runs, from the cache; the attempts the status records whose
 //     Job the cache does not show (deleted, or its labels removed); the
 //     pods of attempts whose start check is due, the output of an
@@ -23,8 +26,9 @@
 //     namespace's opt-in when the policy flag asks for it, and the
 //     holiday lists a cron Task names (a ConfigMap, TaskCalendars).
 //  2. decide: plan.Decide, once, into one plan value.
-//  3. act (act.go): labels put back, attempts stopped, outputs and
-//     Retry-After kept on Jobs, Jobs created, old runs' Jobs pruned.
+//  3. act (act.go: an ordered list of actions): labels put back, attempts
+//     stopped, outputs and Retry-After kept on Jobs, Jobs created
+//     (start.go), old runs' Jobs pruned.
 //  4. read outputs (outputs.go): what the pods of newly finished attempts
 //     said, for the status messages; the one stage that comes back to the
 //     API server, because which outputs the status lacks is known only
@@ -32,13 +36,13 @@
 //  5. decide the status and the notifications it makes due, pure
 //     (status.Compute, notify.Orders: pass.go decideStatus), then in order:
 //     5a. the lease re-checked: a pass that finds it lapsed writes nothing
-//     (guards.StandDown); 5b. the finalizer added, on the first write;
+//     (guards.ErrLeaseLapsed); 5b. the finalizer added, on the first write;
 //     5c. the notification Jobs of the orders created (notify.go), before
 //     the status that records them, so a crash in between leaves a Job the
 //     next pass finds by its name; a refused one is fed back and the
 //     status decided again, never edited; 5d. one status patch with
 //     optimistic locking, only when it changed (writeStatus; a conflict is
-//     a quiet requeue, guards.OnConflict).
+//     a quiet requeue).
 //  6. report (report.go): events and metrics from comparing the old and
 //     the written status, so a repeated pass never repeats them, and the
 //     Task's own gauges from the written status; then the
@@ -51,7 +55,8 @@
 //     write (the lease and conflict guards both controllers use are
 //     internal/guards);
 //   - pass.go: what one pass carries from stage to stage;
-//   - observe.go, missing.go, act.go, outputs.go, report.go: the stages;
+//   - observe.go, missing.go, act.go, start.go, outputs.go, report.go: the
+//     stages;
 //   - pods.go: reading an attempt's pods (the operator caches none) and
 //     what they said;
 //   - queue.go: the TaskQueue a Task names, as a pass sees it; refused.go:
@@ -75,7 +80,8 @@
 //     edits wake the Tasks naming them;
 //   - fairness.go: new Tasks of a namespace beyond its fair share wait
 //     behind other namespaces' (the work queue's order);
-//   - delete.go: a deleted Task's Jobs, behind the finalizer;
+//   - delete.go: a deleted Task's pass (its steps in order: observe,
+//     notify, delete the Jobs, release the finalizer);
 //   - setup.go: the controller and its watches; cache.go:
 //     what the manager caches, trimmed; podlogs.go: the pod log reader.
 //

@@ -17,105 +17,156 @@ import (
 	"github.com/taskops/task-operator/internal/runs"
 )
 
-// observe is stage 1: everything the decision needs. The Task's Jobs (from
-// the cache) as runs; the attempts the status records whose Job the cache
-// does not show (missing.go), and likewise the notification Jobs of
-// Pending notifications (notify.go); the pods of active attempts whose start
-// check is due (of a remote attempt, its mirrored pod counts and its
-// worker: multikueue.go); and what the pods of an attempt being failed for its
-// deadline printed, while they are still there. Pods are read from the API
-// server, and only for those attempts.
+// observe is stage 1: everything the decision needs, what each observer
+// reads, in order; each fills its part of the plan's input and reads only
+// what it needs. Pods are read
+// from the API server, and only for the attempts that need them.
 func (p *pass) observe(ctx context.Context) (plan.Input, error) {
+	in := plan.Input{Task: p.task, Now: p.now}
+	for _, o := range observers {
+		if err := o.read(p, ctx, &in); err != nil {
+			if o.doing == "" {
+				return in, err // the observer's error says what it read
+			}
+			return in, fmt.Errorf("%s: %w", o.doing, err)
+		}
+	}
+	p.runs = in.Runs
+	p.notifications = in.Notifications
+	return in, nil
+}
+
+// observer reads one part of what the decision needs into the plan's
+// input; doing names it in its errors.
+type observer struct {
+	doing string
+	read  func(p *pass, ctx context.Context, in *plan.Input) error
+}
+
+// observers are the read side of a pass, in order: the Task's Jobs (from
+// the cache) as its runs and notifications, the attempts and the
+// notification Jobs the status records but the cache does not show
+// (missing.go, notify.go), the skip dates (calendar.go), the pods of
+// active attempts (below; a remote attempt's on its worker:
+// multikueue.go), Retry-After, the queue (queue.go), the namespace's
+// policy (policy.go) and why Kueue holds attempts (kueue.go).
+var observers = []observer{
+	{"listing Jobs", (*pass).readJobs},
+	{"looking for missing attempts", (*pass).findMissingAttempts},
+	{"looking for missing notification Jobs", (*pass).findMissingNotifications},
+	{"", (*pass).readSkipDates},
+	{"", (*pass).readCalendars},
+	{"", (*pass).observeActive},
+	{"reading Retry-After", (*pass).observeRetryAfter},
+	{"", (*pass).readQueue},
+	{"reading the namespace's policy", (*pass).readPolicy},
+	{"reading Kueue's Workloads", (*pass).observeHeld},
+}
+
+// readJobs reads the Task's Jobs, from the cache, as its runs and its
+// notifications.
+func (p *pass) readJobs(ctx context.Context, in *plan.Input) error {
 	jobList, err := p.r.listJobs(ctx, p.task)
 	if err != nil {
-		return plan.Input{}, fmt.Errorf("listing Jobs: %w", err)
+		return err
 	}
 	p.r.Shortcuts.SeenJobs(jobList)
-	in := plan.Input{Task: p.task, Now: p.now, Runs: runs.FromJobs(p.task.UID, jobList),
-		Notifications: notify.FromJobs(p.task.UID, jobList)}
-	if err := p.findMissingAttempts(ctx, &in); err != nil {
-		return in, fmt.Errorf("looking for missing attempts: %w", err)
-	}
-	if err := p.findMissingNotifications(ctx, &in); err != nil {
-		return in, fmt.Errorf("looking for missing notification Jobs: %w", err)
-	}
-	if err := p.readSkipDates(ctx, &in); err != nil {
-		return in, err
-	}
-	if err := p.readCalendars(ctx, &in); err != nil {
-		return in, err
-	}
-	timeout := retry.StartTimeout(&p.task.Spec)
+	p.jobs = jobList
+	in.Runs, in.Notifications = runs.FromJobs(p.task.UID, jobList), notify.FromJobs(p.task.UID, jobList)
+	return nil
+}
+
+// observeActive reads, for each active attempt, its pods when its start
+// check is due, and what they printed when it is being failed for its
+// deadline, while they are still there.
+func (p *pass) observeActive(ctx context.Context, in *plan.Input) error {
 	for i := range in.Runs {
 		a := in.Runs[i].Latest()
 		if a.Phase != runs.Active {
 			continue
 		}
-		startCheckDue := !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now)
-		if startCheckDue && a.Remote {
-			// Its pods are on a worker cluster (multikueue.go).
-			remote, err := p.remotePods(ctx, jobList, a.JobName)
-			if err != nil {
-				return in, fmt.Errorf("reading the Workload of Job %s: %w", a.JobName, err)
-			}
-			if in.Remote == nil {
-				in.Remote = map[string]retry.RemotePods{}
-			}
-			in.Remote[a.JobName] = remote
-		} else if startCheckDue {
-			pods, err := p.attemptPods(ctx, a.JobName)
-			if err != nil {
-				return in, fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)
-			}
-			if in.Pods == nil {
-				in.Pods = map[string][]retry.PodStart{}
-			}
-			starts := podStarts(pods)
-			if err := p.podWarnings(ctx, starts, timeout); err != nil {
-				return in, fmt.Errorf("reading the pod events of Job %s: %w", a.JobName, err)
-			}
-			in.Pods[a.JobName] = starts
-			if len(pods) == 0 {
-				refused, err := p.podsRefused(ctx, a.JobName)
-				if err != nil {
-					return in, fmt.Errorf("reading why Job %s has no pods: %w", a.JobName, err)
-				}
-				if refused != nil {
-					if in.Refused == nil {
-						in.Refused = map[string]*retry.Refusal{}
-					}
-					in.Refused[a.JobName] = refused
-				}
+		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now) {
+			if err := p.observeStart(ctx, in, a); err != nil {
+				return err
 			}
 		}
 		if a.Output == "" && !a.Remote && (a.Failing == v1alpha1.AttemptDeadlineExceeded || deadlinePassed(p.task, a, p.now)) {
-			pods, err := p.attemptPods(ctx, a.JobName)
-			if err != nil {
-				return in, fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)
-			}
-			if out := p.deadlineOutput(ctx, pods); out != "" {
-				if in.Captured == nil {
-					in.Captured = map[string]string{}
-				}
-				in.Captured[a.JobName] = out
+			if err := p.observeDeadlineOutput(ctx, in, a); err != nil {
+				return err
 			}
 		}
 	}
-	if err := p.observeRetryAfter(ctx, &in); err != nil {
-		return in, fmt.Errorf("reading Retry-After: %w", err)
+	return nil
+}
+
+// observeStart reads how the pods of an attempt whose start check is due
+// stand: their starts and warnings, or why there are none; for a remote
+// attempt, its worker's mirrored pod counts (multikueue.go).
+func (p *pass) observeStart(ctx context.Context, in *plan.Input, a *runs.Attempt) error {
+	if a.Remote {
+		remote, err := p.remotePods(ctx, p.jobs, a.JobName)
+		if err != nil {
+			return fmt.Errorf("reading the Workload of Job %s: %w", a.JobName, err)
+		}
+		in.Remote = setKey(in.Remote, a.JobName, remote)
+		return nil
 	}
+	pods, err := p.attemptPods(ctx, a.JobName)
+	if err != nil {
+		return fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)
+	}
+	starts := podStarts(pods)
+	if err := p.podWarnings(ctx, starts, retry.StartTimeout(&p.task.Spec)); err != nil {
+		return fmt.Errorf("reading the pod events of Job %s: %w", a.JobName, err)
+	}
+	in.Pods = setKey(in.Pods, a.JobName, starts)
+	if len(pods) > 0 {
+		return nil
+	}
+	refused, err := p.podsRefused(ctx, a.JobName)
+	if err != nil {
+		return fmt.Errorf("reading why Job %s has no pods: %w", a.JobName, err)
+	}
+	if refused != nil {
+		in.Refused = setKey(in.Refused, a.JobName, refused)
+	}
+	return nil
+}
+
+// observeDeadlineOutput reads what the pods of an attempt at its deadline
+// printed, before the plan stops them.
+func (p *pass) observeDeadlineOutput(ctx context.Context, in *plan.Input, a *runs.Attempt) error {
+	pods, err := p.attemptPods(ctx, a.JobName)
+	if err != nil {
+		return fmt.Errorf("listing the pods of Job %s: %w", a.JobName, err)
+	}
+	if out := p.deadlineOutput(ctx, pods); out != "" {
+		in.Captured = setKey(in.Captured, a.JobName, out)
+	}
+	return nil
+}
+
+// setKey sets m[k] = v, making m when nil, and returns m.
+func setKey[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = map[string]V{}
+	}
+	m[k] = v
+	return m
+}
+
+// readQueue reads the Task's queue (queue.go).
+func (p *pass) readQueue(ctx context.Context, in *plan.Input) (err error) {
 	if in.Queue, err = p.observeQueue(ctx); err != nil {
-		return in, fmt.Errorf("reading TaskQueue %q: %w", p.task.Spec.QueueName, err)
+		return fmt.Errorf("reading TaskQueue %q: %w", p.task.Spec.QueueName, err)
 	}
-	if in.Policy, err = p.observePolicy(ctx); err != nil {
-		return in, fmt.Errorf("reading the namespace's policy: %w", err)
-	}
-	if err := p.observeHeld(ctx, &in); err != nil {
-		return in, fmt.Errorf("reading Kueue's Workloads: %w", err)
-	}
-	p.runs = in.Runs
-	p.notifications = in.Notifications
-	return in, nil
+	return nil
+}
+
+// readPolicy reads the namespace's policy (policy.go).
+func (p *pass) readPolicy(ctx context.Context, in *plan.Input) (err error) {
+	in.Policy, err = p.observePolicy(ctx)
+	return err
 }
 
 // deadlinePassed reports whether an active attempt is at or past its

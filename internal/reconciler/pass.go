@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,8 @@ type pass struct {
 	// now is the pass's time, read once.
 	now time.Time
 
+	// jobs are the Task's Jobs as the cache listed them.
+	jobs []batchv1.Job
 	// runs are the Task's runs: as observed, then as acting left them
 	// (attempts started and stopped, runs pruned).
 	runs []runs.Run

@@ -18,14 +18,11 @@ import (
 	"github.com/taskops/task-operator/internal/waitline"
 )
 
-// wakeQueue puts the Task in its queue's line as its status write left it
-// and tells the queue controller at once, when the write changed what the
-// Task waits for: under a burst the cache (and so the Task watch) lags by
-// seconds. A speed shortcut: off, the watch does both.
+// wakeQueue hands the Task to its queue's line and controller at once
+// (fastpath.PutInLine), when its status write changed what it waits for.
 func (r *TaskReconciler) wakeQueue(task *v1alpha1.Task, old *v1alpha1.TaskStatus) {
-	if r.Shortcuts.On() && !slices.Equal(index.QueuedJobNames(task.Status.Queued), index.QueuedJobNames(old.Queued)) {
-		r.Lines.Put(task)
-		r.Shortcuts.WakeQueue(task.Namespace, task.Spec.QueueName)
+	if !slices.Equal(index.QueuedJobNames(task.Status.Queued), index.QueuedJobNames(old.Queued)) {
+		r.Shortcuts.PutInLine(task, r.Lines.Put)
 	}
 }
 

@@ -92,11 +92,18 @@ func (r *TaskReconciler) leaseHeld() bool { return guards.Held(r.Lease) }
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings one Task one step closer to what its spec asks.
+// Reconcile brings one Task one step closer to what its spec asks. A
+// lapsed lease or an optimistic-lock conflict, wherever in the pass, ends
+// it here (guards.Settle): the stages just return their errors.
 func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	return guards.Settle(ctx, res, err)
+}
+
+func (r *TaskReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.newTasks.taken(req.NamespacedName)
 	if !r.leaseHeld() {
-		return guards.StandDown(ctx)
+		return reconcile.Result{}, guards.ErrLeaseLapsed
 	}
 	task := &v1alpha1.Task{}
 	if err := r.Client.Get(ctx, req.NamespacedName, task); err != nil {
@@ -147,22 +154,15 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	actErr := p.act(ctx)
 	switch {
 	case errors.Is(actErr, guards.ErrLeaseLapsed):
-		return guards.StandDown(ctx) // a pass that must stand down writes nothing
+		return reconcile.Result{}, actErr // a pass that must stand down writes nothing
 	case errors.Is(actErr, errNamespaceTerminating):
 		// No requeue: the namespace controller deletes the Task, and that
 		// brings the next pass.
 		log.FromContext(ctx).V(1).Info(actErr.Error())
 		return reconcile.Result{}, nil
-	case actErr == nil && r.Shortcuts.On() && p.plan.RecordLater(p.created):
-		res := requeueAt(p.plan.Wake, p.now)
-		if res.RequeueAfter > 0 {
-			// The queue merges a requeue with an item already waiting for
-			// the same Task, keeping the higher priority: the new Job's
-			// create event, queued to record it behind work to start, must
-			// not be raised to start priority by this requeue.
-			res.Priority = ptr.To(fastpath.RecordPriority)
-		}
-		return res, nil
+	case actErr == nil && r.Shortcuts.RecordLater(p.plan.RecordLater(p.created)):
+		// The create events of the Jobs bring the pass that records them.
+		return p.requeueToRecord(p.plan.Wake), nil
 	}
 	// 4. Read what the pods of newly finished attempts said (outputs.go).
 	// This comes back to the API server after acting: which attempts the
@@ -171,52 +171,57 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 	if actErr == nil {
 		actErr = p.readOutputs(ctx)
 	}
-	// 5. Decide the status and the notifications it makes due
-	// (internal/status, internal/notify; pure), create those, and write
-	// the status once.
+	// 5. Decide the status and the notifications it makes due, and record
+	// them (record).
+	return p.record(ctx, actErr)
+}
+
+// requeueToRecord is the result of a pass that leaves its status write to
+// a later one, at wake. The queue merges a requeue with an item already
+// waiting for the same Task, keeping the higher priority: the new Job's
+// create event, queued to record it behind work to start, must not be
+// raised to start priority by this requeue.
+func (p *pass) requeueToRecord(wake time.Time) reconcile.Result {
+	res := requeueAt(wake, p.now)
+	if res.RequeueAfter > 0 {
+		res.Priority = ptr.To(fastpath.RecordPriority)
+	}
+	return res
+}
+
+// record is the write side of a pass: the status and the notifications it
+// makes due are decided (internal/status, internal/notify; pure), the
+// notifications created, and the status written once; then what changed
+// is reported, and the Task expired or looked at again when the plan says.
+func (p *pass) record(ctx context.Context, actErr error) (reconcile.Result, error) {
+	r, task := p.r, p.task
 	var due []notify.Order
 	task.Status, due = p.decideStatus()
-	// 5. (shortcut) A write that would only record attempts that just
-	// started waits for their end or for the shortcuts' RecordStartDelay: a
-	// short run then costs one status write, not two (plan/record.go).
+	// (shortcut) A write that would only record attempts that just started
+	// waits for their end or for the shortcuts' RecordStartDelay: a short
+	// run then costs one status write, not two (plan/record.go).
 	if at := p.recordStartAt(actErr, due); !at.IsZero() {
-		res := requeueAt(earliest(at, p.plan.Wake), p.now)
-		res.Priority = ptr.To(fastpath.RecordPriority) // as for RecordLater above
-		return res, nil
+		return p.requeueToRecord(earliest(at, p.plan.Wake)), nil
 	}
-	// 5a. Paused past the lease during this pass: the status patch would
-	// be refused anyway if stale (optimistic locking); do not send it.
+	// Paused past the lease during this pass: the status patch would be
+	// refused anyway if stale (optimistic locking); do not send it.
 	if !r.leaseHeld() {
-		return guards.StandDown(ctx)
+		return reconcile.Result{}, guards.ErrLeaseLapsed
 	}
-	// 5b. The finalizer, with the first write (addFinalizer says why then).
+	// The finalizer, with the first write (addFinalizer says why then).
 	if err := r.addFinalizer(ctx, task); err != nil {
 		r.Shortcuts.ForgetWrite(task.UID)
-		return guards.OnConflict(ctx, fmt.Errorf("adding the finalizer: %w", err))
+		return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
-	// 5c. The notification Jobs of the orders (notify.go): created before
-	// the status that records them, so a crash in between leaves the Job,
-	// which the next pass finds by its name. One refused for a reason that
-	// may pass stays due, and the pass comes back for it (notifyAgainAt).
-	if err := p.sendNotifications(ctx, due); err != nil {
-		if errors.Is(err, guards.ErrLeaseLapsed) {
-			return guards.StandDown(ctx)
-		}
-		return reconcile.Result{}, fmt.Errorf("notify: %w", err)
+	if err := p.notify(ctx, due); err != nil {
+		return reconcile.Result{}, err
 	}
-	if len(p.notificationTries) > 0 {
-		// What the creates came to is fed back to the pure stage: the
-		// status is computed again with it (from the stored status, as
-		// the first time), never edited.
-		task.Status = *p.old.DeepCopy()
-		task.Status, _ = p.decideStatus()
-	}
-	// 5d. One status write, only when it changed.
+	// One status write, only when it changed.
 	if err := r.writeStatus(ctx, task, p.old); err != nil {
 		r.Shortcuts.ForgetWrite(task.UID)
-		return guards.OnConflict(ctx, fmt.Errorf("writing the status: %w", err))
+		return reconcile.Result{}, fmt.Errorf("writing the status: %w", err)
 	}
-	// 6. Report what changed between the old and the written status
+	// Report what changed between the old and the written status
 	// (report.go), then expire the Task or look again when the plan says.
 	p.reportTransitions()
 	if actErr != nil {
@@ -226,6 +231,24 @@ func (r *TaskReconciler) reconcileNormal(ctx context.Context, task *v1alpha1.Tas
 		return r.expire(ctx, task)
 	}
 	return requeueAt(earliest(p.plan.Wake, p.notifyAgainAt), p.now), nil
+}
+
+// notify creates the notification Jobs of the orders (notify.go) before
+// the status that records them, so a crash in between leaves the Job,
+// which the next pass finds by its name. One refused for a reason that may
+// pass stays due, and the pass comes back for it (notifyAgainAt). What the
+// creates came to is fed back to the pure stage: the status is computed
+// again with it (from the stored status, as the first time), never
+// edited.
+func (p *pass) notify(ctx context.Context, due []notify.Order) error {
+	if err := p.sendNotifications(ctx, due); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	if len(p.notificationTries) > 0 {
+		p.task.Status = *p.old.DeepCopy()
+		p.task.Status, _ = p.decideStatus()
+	}
+	return nil
 }
 
 // recordStartAt is when this pass's status write should be made instead

@@ -40,6 +40,23 @@ func (r *TaskReconciler) event(task *v1alpha1.Task, related runtime.Object, typ 
 // retry is scheduled, the spec became invalid. Comparing statuses, not
 // passes, keeps a repeated pass from repeating its events and counts.
 func (p *pass) reportTransitions() {
+	p.runEvents()
+	p.calendarEvents()
+	p.attemptEvents()
+	p.problemEvents()
+	p.scheduleEvents()
+	p.queueEvents()
+	p.notificationEvents()
+	r, task, old, st := p.r, p.task, p.old, &p.task.Status
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == string(v1alpha1.ReasonTooManyFailures) {
+		if o := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionReady); o == nil || o.Reason != c.Reason {
+			r.event(task, nil, eventWarning, v1alpha1.EventTooManyFailures, "Suspend", c.Message)
+		}
+	}
+}
+
+// runEvents reports the runs that finished in this pass, and counts them.
+func (p *pass) runEvents() {
 	r, task, old, st := p.r, p.task, p.old, &p.task.Status
 	typ := task.Spec.Type
 	for _, h := range st.History {
@@ -64,17 +81,13 @@ func (p *pass) reportTransitions() {
 			r.event(task, nil, eventNormal, v1alpha1.EventRunCancelled, "CancelRun", fmt.Sprintf("run %s cancelled: %s", h.RunID, h.Message))
 		}
 	}
-	if cp := p.plan.CalendarProblem; cp != "" && !strings.Contains(readyMessage(old), cp) {
-		r.event(task, nil, eventWarning, v1alpha1.EventSkipDatesUnreadable, "Schedule", "the schedule runs without some skip dates: "+cp)
-	}
-	if bf := st.Backfill; bf != nil && (old.Backfill == nil || old.Backfill.Token != bf.Token || old.Backfill.State != bf.State) {
-		typ := eventNormal
-		if bf.State == v1alpha1.BackfillRefused {
-			typ = eventWarning
-		}
-		r.event(task, nil, typ, v1alpha1.EventBackfill, "Backfill", fmt.Sprintf("backfill %q %s: %d slot(s) in %s/%s; %s",
-			bf.Token, bf.State, bf.Total, stamp(bf.From), stamp(bf.To), bf.Message))
-	}
+}
+
+// attemptEvents reports an attempt's new failure and the retry scheduled
+// after it.
+func (p *pass) attemptEvents() {
+	r, task, old, st := p.r, p.task, p.old, &p.task.Status
+	typ := task.Spec.Type
 	if st.LastError != "" && st.LastError != old.LastError {
 		metrics.AttemptsTotal.WithLabelValues(string(typ), "failed").Inc()
 		r.event(task, nil, eventWarning, v1alpha1.EventAttemptFailed, "ObserveJob", st.LastError)
@@ -85,6 +98,12 @@ func (p *pass) reportTransitions() {
 			fmt.Sprintf("run %s: attempt %d starts at %s (in %s)", st.CurrentRun, st.Attempts+1,
 				st.NextRetryTime.UTC().Format(time.RFC3339), st.NextRetryTime.Sub(p.now).Round(time.Second)))
 	}
+}
+
+// problemEvents reports a new problem with the spec, and a new refusal of
+// a Job.
+func (p *pass) problemEvents() {
+	r, task, old := p.r, p.task, p.old
 	if problem := p.problem(); problem != nil {
 		oldC := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionStalled)
 		if oldC == nil || oldC.Reason != string(problem.Reason) || oldC.Message != status.Head(problem.Message, status.MaxMessage) {
@@ -105,19 +124,35 @@ func (p *pass) reportTransitions() {
 			r.event(task, nil, eventWarning, reason, "CreateJob", refusal.Message)
 		}
 	}
+}
+
+// calendarEvents reports skip dates that cannot be read, and a backfill's
+// progress.
+func (p *pass) calendarEvents() {
+	r, task, old, st := p.r, p.task, p.old, &p.task.Status
+	if cp := p.plan.CalendarProblem; cp != "" && !strings.Contains(readyMessage(old), cp) {
+		r.event(task, nil, eventWarning, v1alpha1.EventSkipDatesUnreadable, "Schedule", "the schedule runs without some skip dates: "+cp)
+	}
+	if bf := st.Backfill; bf != nil && (old.Backfill == nil || old.Backfill.Token != bf.Token || old.Backfill.State != bf.State) {
+		typ := eventNormal
+		if bf.State == v1alpha1.BackfillRefused {
+			typ = eventWarning
+		}
+		r.event(task, nil, typ, v1alpha1.EventBackfill, "Backfill", fmt.Sprintf("backfill %q %s: %d slot(s) in %s/%s; %s",
+			bf.Token, bf.State, bf.Total, stamp(bf.From), stamp(bf.To), bf.Message))
+	}
+}
+
+// scheduleEvents reports a run-now token taken and the slots that came
+// due.
+func (p *pass) scheduleEvents() {
+	r, task, old := p.r, p.task, p.old
 	sp := &p.plan.Schedule
 	if sp.RunNowToken != "" && sp.RunNowToken != old.LastRunNowToken && old.ObservedGeneration != 0 {
 		r.event(task, nil, eventNormal, v1alpha1.EventRunNowAccepted, "RunNow", "a new run-now token started a run")
 	}
 	if s := sp.Slots; s != nil && !s.Due.IsZero() && (old.LastScheduleTime == nil || s.Due.After(old.LastScheduleTime.Time)) {
 		p.slotEvents(s)
-	}
-	p.queueEvents()
-	p.notificationEvents()
-	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == string(v1alpha1.ReasonTooManyFailures) {
-		if o := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionReady); o == nil || o.Reason != c.Reason {
-			r.event(task, nil, eventWarning, v1alpha1.EventTooManyFailures, "Suspend", c.Message)
-		}
 	}
 }
 

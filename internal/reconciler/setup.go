@@ -35,14 +35,10 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		// An edited holiday calendar (calendarwatch.go).
 		Watches(&v1alpha1.TaskCalendar{}, calendarToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)
-	if r.Shortcuts.On() {
-		// New Tasks once more, at start priority; and the Tasks the queue
-		// controller just admitted, handed over directly.
-		b = b.Watches(&v1alpha1.Task{}, r.newTaskHandler()).
-			Watches(&v1alpha1.Task{}, r.ownWritesSeen()).
-			WatchesRawSource(r.Shortcuts.AdmittedTasks())
-	}
-	return b.Complete(r)
+	// With the shortcuts: new Tasks once more, at start priority; this
+	// process's status writes as the cache shows them; and the Tasks the
+	// queue controller just admitted, handed over directly.
+	return r.Shortcuts.TaskWatches(b, r.newTaskHandler(), r.ownWritesSeen()).Complete(r)
 }
 
 // newTaskHandler enqueues each new Task (no status yet) at start

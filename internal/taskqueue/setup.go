@@ -34,10 +34,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&v1alpha1.Task{}, taskToQueue{lines: r.Lines, shortcuts: r.Shortcuts}).
 		Watches(&batchv1.Job{}, jobToQueue{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, RateLimiter: opts.RateLimiter, UsePriorityQueue: opts.UsePriorityQueue})
-	if r.Shortcuts.On() {
-		b = b.WatchesRawSource(r.Shortcuts.QueueWakes())
-	}
-	return b.Complete(r)
+	return r.Shortcuts.QueueWatches(b).Complete(r)
 }
 
 // taskToQueue keeps the Task's queue's line (waitline) and wakes the
