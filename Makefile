@@ -121,10 +121,10 @@ check-prometheus: ## Validate config/prometheus (rules as promtool does; every q
 .PHONY: test-integration
 test-integration: vet lint verify ## Unit and integration tests against a real kube-apiserver + etcd (the quick loop), and the reconciler's once without its speed shortcuts.
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./... -count=1
-	$(MAKE) --no-print-directory test-no-shortcuts
+	$(MAKE) --no-print-directory test-no-fast-path
 
-.PHONY: test-no-shortcuts
-test-no-shortcuts: ## The reconciler's envtest suite and the reconcile fuzz seeds with every speed shortcut off (--fast-path=false): a failure here is a correctness bug.
+.PHONY: test-no-fast-path
+test-no-fast-path: ## The reconciler's envtest suite and the reconcile fuzz seeds with every speed shortcut off (--fast-path=false): a failure here is a correctness bug.
 	TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./internal/reconciler/ ./test/fuzz/ -count=1
 
 COMPAT_VERSIONS ?= $(notdir $(wildcard hack/k8s-compat/v*))

@@ -109,7 +109,7 @@ func runSuite(m *testing.M) int {
 	// tests drive by hand, on Tasks labelled manual that the first ignores.
 	manualMgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: testutil.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: reconciler.CacheOptions(testutil.ShortcutsOff()),
+		Cache: reconciler.CacheOptions(testutil.FastPathOff()),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -150,7 +150,7 @@ var (
 
 // suiteCacheOptions is the operator's cache, minus the manual Tasks.
 func suiteCacheOptions() cache.Options {
-	opts := reconciler.CacheOptions(testutil.ShortcutsOff())
+	opts := reconciler.CacheOptions(testutil.FastPathOff())
 	notManual, err := labels.Parse("!" + manualLabel)
 	if err != nil {
 		panic(err)

@@ -104,26 +104,26 @@ func StartAPIServer() (*rest.Config, client.Client, func(), error) {
 	return cfg, c, stop, nil
 }
 
-// ShortcutsOff reports whether the tests run the operator without its
+// FastPathOff reports whether the tests run the operator without its
 // speed shortcuts (TASK_OPERATOR_FAST_PATH=false, as the manager's
 // --fast-path=false): `make test` runs the reconciler's envtest suite and
 // the reconcile fuzz target once that way, since a failure with them off
 // is a correctness bug.
-func ShortcutsOff() bool { return os.Getenv("TASK_OPERATOR_FAST_PATH") == "false" }
+func FastPathOff() bool { return os.Getenv("TASK_OPERATOR_FAST_PATH") == "false" }
 
 // Shortcuts are the speed shortcuts of one operator under test: new ones,
-// or nil (off) when ShortcutsOff. The record of a just-started attempt
+// or nil (off) when FastPathOff. The record of a just-started attempt
 // does not wait (fastpath.RecordStartDelay): the envtest clock stands
 // still unless a test moves it, and that wait ends only as time passes;
 // the tests of that wait set it themselves.
 func Shortcuts() *fastpath.Shortcuts {
-	return fastpath.New(!ShortcutsOff()).WithRecordStartDelay(0)
+	return fastpath.New(!FastPathOff()).WithRecordStartDelay(0)
 }
 
 // SkipWithoutShortcuts skips a test of a speed shortcut itself when the
 // shortcuts are off.
 func SkipWithoutShortcuts(t interface{ Skip(args ...any) }) {
-	if ShortcutsOff() {
+	if FastPathOff() {
 		t.Skip("tests a speed shortcut, and TASK_OPERATOR_FAST_PATH=false turns the shortcuts off")
 	}
 }

@@ -130,7 +130,7 @@ func startHarness() (*harness, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: reconciler.CacheOptions(testutil.ShortcutsOff()),
+		Cache: reconciler.CacheOptions(testutil.FastPathOff()),
 	})
 	if err != nil {
 		hs.stop()
