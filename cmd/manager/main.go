@@ -31,6 +31,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/fastpath"
+	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/leader"
 	"github.com/taskops/task-operator/internal/metrics"
@@ -235,20 +236,16 @@ func run(o options) error {
 		leaseLock.LockConfig.EventRecorder = mgr.GetEventRecorderFor(leaseLock.Identity())
 	}
 
-	r := &reconciler.TaskReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("task-operator"),
-		Clock:     clock.RealClock{},
-		Jobs:      jobs.Options{ShellImage: o.shellImage, RunnerImage: o.runnerImage},
-		Logs:      reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
-
+	var leaseHolder guards.Lease
+	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
+		leaseHolder = lease
+	}
+	shared := operator.NewShared(mgr, clock.RealClock{}, leaseHolder, fastpath.New(o.fastPath))
+	settings := operator.TaskSettings{
+		Jobs:                 jobs.Options{ShellImage: o.shellImage, RunnerImage: o.runnerImage},
+		Logs:                 reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
 		ServiceAccountOptIn:  o.serviceAccountOptIn,
 		NotificationDeadline: o.notificationDeadline,
-		Shortcuts:            fastpath.New(o.fastPath),
-	}
-	if lease != nil { // not a nil *leader.Lock in the interface: nil means no leader election
-		r.Lease = lease
 	}
 	ctx := ctrl.SetupSignalHandler()
 	opts := controller.Options{
@@ -261,7 +258,7 @@ func run(o options) error {
 		// conditions instead, so this never retries a broken spec.
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, errorRetryMax),
 	}
-	if err := operator.Setup(ctx, mgr, opts, r); err != nil {
+	if _, err := operator.Setup(ctx, mgr, opts, shared, settings); err != nil {
 		return err
 	}
 	metrics.Register(mgr.GetCache(), mgr.Elected(), o.taskMetrics)

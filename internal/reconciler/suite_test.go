@@ -89,12 +89,9 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	rec = &reconciler.TaskReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("task-operator"), Clock: fakeClock, Jobs: jobOpts, Logs: podLogs,
-		Shortcuts: testutil.Shortcuts(),
-	}
-	if err := operator.Setup(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}, rec); err != nil {
+	shared := operator.NewShared(mgr, fakeClock, nil, testutil.Shortcuts())
+	rec, err = operator.Setup(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}, shared, operator.TaskSettings{Jobs: jobOpts, Logs: podLogs})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
