@@ -19,8 +19,13 @@ import (
 //
 // Only the first pass of a new Task is ordered this way: it is what a
 // flood is made of, and what a user waits for. The bound holds with the
-// speed shortcuts on (the priority queue); with them off
-// (--fast-path=false) the queue is a plain FIFO.
+// fast path on, and only then: fairness is an order of the work queue,
+// and the only queue that orders is the fast path's priority queue. With
+// --fast-path=false the queue is controller-runtime's plain FIFO, so a
+// flood delays another namespace's new Task by its own size. That switch
+// exists to prove the shortcuts change no outcome (make test-no-fast-path),
+// not to run a shared cluster with; a cluster that must bound a tenant
+// does so with a quota on Tasks (docs/security.md).
 const fairShare = 16
 
 // newTasksWaiting holds, per namespace, the new Tasks queued for their
