@@ -102,15 +102,13 @@ func planSlot(in Input, active []string, suspended bool, p *Plan) {
 		p.SkippedSlot = SkipTooManyFailures
 		return
 	}
-	switch policyOf(in.Task) {
-	case v1alpha1.ForbidConcurrent:
-		if len(active) > 0 {
-			p.SkippedSlot = SkipForbidden
-			return
-		}
-	case v1alpha1.ReplaceConcurrent:
+	switch besideActive(in.Task, active) {
+	case waitForActive:
+		p.SkippedSlot = SkipForbidden
+		return
+	case replaceActive:
 		p.Replace = append(p.Replace, active...)
-	default: // Allow
+	case startBeside:
 		if len(active) >= MaxActiveRuns {
 			p.SkippedSlot = SkipTooManyActive
 			return
@@ -212,13 +210,11 @@ func planRunNow(in Input, active []string, p *Plan) {
 	}
 	// The one-shot initial run about to start this pass is not active yet;
 	// counting it would make Forbid wait for a run it just started.
-	switch policyOf(in.Task) {
-	case v1alpha1.ForbidConcurrent:
-		if len(active) > 0 {
-			p.RunNowWaiting = true
-			return
-		}
-	case v1alpha1.ReplaceConcurrent:
+	switch besideActive(in.Task, active) {
+	case waitForActive:
+		p.RunNowWaiting = true
+		return
+	case replaceActive:
 		p.Replace = append(p.Replace, active...)
 	}
 	p.Start = append(p.Start, NewRun{ID: id})
@@ -234,6 +230,32 @@ func activeRuns(rs []RunState) []string {
 	}
 	return ids
 }
+
+// besideActive says what spec.concurrencyPolicy makes of a new run (a
+// slot or a run-now) while the runs active are running: nothing active
+// starts it; Forbid waits for them; Replace replaces them; Allow starts it
+// beside them (the caller bounds how many).
+func besideActive(t *v1alpha1.Task, active []string) concurrency {
+	switch {
+	case len(active) == 0:
+		return startAlone
+	case policyOf(t) == v1alpha1.ForbidConcurrent:
+		return waitForActive
+	case policyOf(t) == v1alpha1.ReplaceConcurrent:
+		return replaceActive
+	}
+	return startBeside
+}
+
+// concurrency is what besideActive decided.
+type concurrency int
+
+const (
+	startAlone concurrency = iota
+	waitForActive
+	replaceActive
+	startBeside
+)
 
 func policyOf(t *v1alpha1.Task) v1alpha1.ConcurrencyPolicy {
 	if t.Spec.ConcurrencyPolicy == "" {
