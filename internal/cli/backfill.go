@@ -35,9 +35,6 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
   kubectl task backfill settlement --from 2026-11-23T00:00:00Z --to 2026-11-30T00:00:00Z --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			if err := checkTimeout(timeout); err != nil {
 				return err
 			}

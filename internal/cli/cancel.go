@@ -43,9 +43,6 @@ history' lists them).`,
   kubectl task cancel build -n ci --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			c, key, err := a.taskArg(timeout, args[0])
 			if err != nil {
 				return err

@@ -197,6 +197,8 @@ Exit codes:
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &usageError{err: err}
 	})
+	// Every verb with -o refuses an unknown format before it does anything.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.checkOutput() }
 	a.configFlags.AddFlags(root.PersistentFlags())
 
 	root.AddCommand(

@@ -41,9 +41,6 @@ deleted.`,
   kubectl task history nightly-report -n ops --watch`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			if attempts && a.output != "" {
 				return usageErrorf("--attempts prints a table; -o prints the runs (kubectl get task NAME -o jsonpath='{.status.attemptRecords}' prints the attempts)")
 			}

@@ -45,9 +45,6 @@ NAME), as kubectl get taskqueues -o does; -o wide prints the listing.`,
   kubectl task queue team -n ci --watch`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			c, err := a.getClients()
 			if err != nil {
 				return err

@@ -29,9 +29,6 @@ its results under .results: -o jsonpath='{.results.rows}' prints one value.`,
   kubectl task results nightly-report --run m3f2a9c41d0 -o jsonpath='{.results.rows}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			c, err := a.getClients()
 			if err != nil {
 				return err

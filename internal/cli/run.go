@@ -93,9 +93,6 @@ prints one result), else the Task as created or triggered.`,
 			if len(values) > 0 {
 				return usageErrorf("--param gives values to a run of an existing Task: kubectl task run NAME --param NAME=VALUE")
 			}
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			if err := checkTimeout(timeout); err != nil {
 				return err
 			}

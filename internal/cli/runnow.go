@@ -26,9 +26,6 @@ func (a *app) startRun(cmd *cobra.Command, name string, req runRequest, values [
 	if err := checkTimeout(timeout); err != nil {
 		return err
 	}
-	if err := a.checkOutput(); err != nil {
-		return err
-	}
 	given, err := parseParams(values)
 	if err != nil {
 		return err

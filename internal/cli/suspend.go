@@ -33,9 +33,6 @@ Task is already suspended. 'kubectl task resume NAME' undoes it.`
 		Example: fmt.Sprintf("  kubectl task %s nightly-report -n reports", verb),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			c, key, err := a.taskArg(0, args[0])
 			if err != nil {
 				return err

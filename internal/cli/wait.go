@@ -38,9 +38,6 @@ Progress goes to stderr, the result to stdout (success) or stderr (failure).`,
   kubectl task wait build -n ci --timeout 10m`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.checkOutput(); err != nil {
-				return err
-			}
 			c, key, err := a.taskArg(timeout, args[0])
 			if err != nil {
 				return err
