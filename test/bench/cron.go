@@ -123,15 +123,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	// Lead time: creating the objects (a few x T0) plus, for the operator,
 	// its first pass over every Task (about 2 writes each: finalizer and
 	// status), which a client-side limit stretches to 2N/qps.
-	lead := 15*time.Second + time.Duration(3*res.b0.t0*float64(time.Second))
-	if kind.operator {
-		if kind.settings.qps > 0 {
-			lead += time.Duration(2.6 * float64(o.n) / kind.settings.qps * float64(time.Second))
-		} else {
-			lead += time.Duration(float64(o.n)/50) * time.Second
-		}
-	}
-	slot := time.Now().Add(lead).Truncate(time.Minute).Add(time.Minute)
+	slot := time.Now().Add(cronLead(o, kind, res.b0.t0)).Truncate(time.Minute).Add(time.Minute)
 	res.slot = slot
 	schedule := fmt.Sprintf("%d %d * * *", slot.UTC().Minute(), slot.UTC().Hour())
 	o.logf("cron %s: %d objects with schedule %q, slot %s (in %.0f s)", kind.name, o.n, schedule, slot.UTC().Format(time.TimeOnly), time.Until(slot).Seconds())
@@ -155,20 +147,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		}
 	}
 	if kind.operator {
-		n := o.n
-		err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks scheduled", n), time.Until(snapAt), func(_, _, scheduled, _, _ int) bool { return scheduled >= n })
-		tasks, _ := tr.snapshot()
-		for _, t := range tasks {
-			if t.next.Equal(slot) {
-				res.scheduledAt++
-			}
-		}
-		if err != nil {
-			res.setupLate = true
-			o.logf("cron %s: WARNING: only %d of %d Tasks scheduled 3 s before the slot: %v", kind.name, res.scheduledAt, n, err)
-		}
-		res.setup = time.Since(start).Seconds()
-		o.logf("cron %s: %d Tasks scheduled for the slot, %.1f s after the first create", kind.name, res.scheduledAt, res.setup)
+		waitScheduled(ctx, o, tr, kind.name, slot, snapAt, start, res)
 	}
 	if err := sleepUntil(ctx, snapAt); err != nil {
 		return nil, err
@@ -211,6 +190,66 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	}
 
 	runID := "s" + strconv.FormatInt(slot.Unix(), 10)
+	countSlotRuns(tr, kind, slot, runID, res)
+	res.fire, res.fireStatus = percentile(res.skew, 100), -1
+	if err := fireCosts(cl, kind, slot, res); err != nil {
+		return nil, err
+	}
+	if kind.operator {
+		res.shown = tr.shownAfter(runID, slot.Add(time.Duration(res.fire*float64(time.Second))))
+	}
+	if kind.life {
+		if err := followLives(ctx, o, cl, op, tr, kind, res, runID, before); err != nil {
+			return nil, err
+		}
+	}
+	o.logf("cron %s: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s; writes/run %.2f (%s) + events %.2f; "+
+		"status writes inside the fire (slot to last Job, %.2f s): %.0f; every run shown %.2f s after the last Job",
+		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
+		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
+	return res, nil
+}
+
+// cronLead is how long before the slot the session starts creating:
+// creating the objects (a few x T0) plus, for the operator, its first pass
+// over every Task (about 2 writes each: finalizer and status), which a
+// client-side limit stretches to 2N/qps.
+func cronLead(o *options, kind cronKind, t0 float64) time.Duration {
+	lead := 15*time.Second + time.Duration(3*t0*float64(time.Second))
+	if kind.operator {
+		if kind.settings.qps > 0 {
+			lead += time.Duration(2.6 * float64(o.n) / kind.settings.qps * float64(time.Second))
+		} else {
+			lead += time.Duration(float64(o.n)/50) * time.Second
+		}
+	}
+	return lead
+}
+
+// waitScheduled waits, until snapAt, for the operator to have scheduled
+// every Task for the slot, and records how many it had and how long it
+// took (setupLate when not all in time).
+func waitScheduled(ctx context.Context, o *options, tr *tracker, name string, slot, snapAt, start time.Time, res *cronResult) {
+	n := o.n
+	err := tr.waitFor(ctx, o, fmt.Sprintf("%d Tasks scheduled", n), time.Until(snapAt), func(_, _, scheduled, _, _ int) bool { return scheduled >= n })
+	tasks, _ := tr.snapshot()
+	for _, t := range tasks {
+		if t.next.Equal(slot) {
+			res.scheduledAt++
+		}
+	}
+	if err != nil {
+		res.setupLate = true
+		o.logf("cron %s: WARNING: only %d of %d Tasks scheduled 3 s before the slot: %v", name, res.scheduledAt, n, err)
+	}
+	res.setup = time.Since(start).Seconds()
+	o.logf("cron %s: %d Tasks scheduled for the slot, %.1f s after the first create", name, res.scheduledAt, res.setup)
+}
+
+// countSlotRuns counts the slot's runs whose Job appeared within the slot
+// period (started, with their skew) and after it (late).
+func countSlotRuns(tr *tracker, kind cronKind, slot time.Time, runID string, res *cronResult) {
+	periodEnd := slot.Add(time.Minute)
 	_, jobs := tr.snapshot()
 	for name, j := range jobs {
 		forSlot := false
@@ -229,11 +268,15 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		res.started++
 		res.skew = append(res.skew, j.seen.Sub(slot).Seconds())
 	}
-	res.fire, res.fireStatus = percentile(res.skew, 100), -1
+}
+
+// fireCosts reads from the audit log what the controller wrote to status
+// inside the fire (slot to last Job), and what the Job creates cost.
+func fireCosts(cl *cluster, kind cronKind, slot time.Time, res *cronResult) error {
 	if cl.audit != "" && res.started > 0 {
 		counts, err := countAuditFile(cl.audit, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		who := actorCronJob
 		switch {
@@ -244,22 +287,10 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		}
 		res.fireStatus = counts[who]["tasks/status"] + counts[who]["cronjobs/status"]
 		if res.fireCost, err = jobCreateCost(cl.audit, benchNamespace, slot, slot.Add(time.Duration(res.fire*float64(time.Second))+time.Millisecond)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if kind.operator {
-		res.shown = tr.shownAfter(runID, slot.Add(time.Duration(res.fire*float64(time.Second))))
-	}
-	if kind.life {
-		if err := followLives(ctx, o, cl, op, tr, kind, res, runID, before); err != nil {
-			return nil, err
-		}
-	}
-	o.logf("cron %s: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s; writes/run %.2f (%s) + events %.2f; "+
-		"status writes inside the fire (slot to last Job, %.2f s): %.0f; every run shown %.2f s after the last Job",
-		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
-		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
-	return res, nil
+	return nil
 }
 
 // followLives waits, after the slot period, until every one of the

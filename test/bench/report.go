@@ -157,45 +157,83 @@ func verdictVs1(xs []float64, less bool) string {
 
 func pct(a, b int) float64 { return 100 * float64(a) / float64(b) }
 
-func (rs *results) render() string {
-	o := rs.o
-	n := o.n
-	var b bytes.Buffer
-	m := rs.machine
-	fmt.Fprintf(&b, "\ntask-operator benchmark, %s (wall time %s)\n", rs.began.UTC().Format("2006-01-02 15:04 MST"), rs.ended.Sub(rs.began).Round(time.Second))
-	fmt.Fprintf(&b, "machine:  %d CPUs (%s), %.1f GiB RAM, %s, %s; Kubernetes %s local control plane with a kwok node; load average %s at start, %s at end\n",
-		m.cpus, m.model, m.memGiB, m.kernel, m.goVersion, orNA(o.serverVersion), m.loadAtStart, loadAverage())
-	fmt.Fprintf(&b, "settings: N=%d, %d repeat(s); B0: %d goroutines, no client-side limit, Jobs of the operator's shape (jobs.Build) that the Job controller ignores (spec.managedBy); "+
-		"burst/idle/memory: kube-controller-manager --kube-api-qps=%d --kube-api-burst=%d (raised so Jobs finish fast), operator defaults (no client-side limit, 32 concurrent reconciles); "+
-		"cron: kube-controller-manager %d/%d (its defaults), one slot, schedule \"M H * * *\" naming the slot; idle window %s; writes counted from %s\n",
-		n, len(rs.reps), o.workers, o.fastQPS, o.fastBurst, equalQPS, equalBurst, o.idleWindow, rs.writeMethod())
-	if o.finalizerPolicy {
-		fmt.Fprintf(&b, "install:  with the finalizer policy (config/samples/policies/add-finalizer.yaml, as the Helm chart on Kubernetes 1.36+): Tasks get their finalizer at creation\n")
-	} else {
-		fmt.Fprintf(&b, "install:  without the finalizer policy (-finalizer-policy=false, install.yaml alone): the operator patches each new Task for its finalizer\n")
-	}
-	if o.operatorSource != "" {
-		rev, _ := exec.Command("git", "-C", o.operatorSource, "rev-parse", "--short", "HEAD").Output()
-		fmt.Fprintf(&b, "operator: built from %s (-operator-source, commit %s), not this checkout\n", o.operatorSource, strings.TrimSpace(string(rev)))
-	}
-	if len(o.opArgs) > 0 {
-		fmt.Fprintf(&b, "operator: extra flags %s (an experiment, not the defaults)\n", strings.Join(o.opArgs, " "))
-	}
-	fmt.Fprintf(&b, "values:   median [min-max] over the repeats; each ratio is taken within one session (same cluster, minutes apart), then summarized; verdicts compare the median with the issue's targets, which are set for N=1000 (at small N fixed latencies dominate)\n\n")
+// adder adds one row to the report's table.
+type adder func(scen, metric, value, target string)
 
-	var rows []tableRow
-	add := func(scen, metric, value, target string) {
-		rows = append(rows, tableRow{scen, metric, value, target})
-	}
-	secs := func(xs []float64) string { return spread(xs, "s") }
+// secs is a spread of seconds.
+func secs(xs []float64) string { return spread(xs, "s") }
 
-	// --- B0
-	t0Burst := rs.collect(func(r *repeatResult) float64 {
+// t0Burst is T0 of each repeat's burst session (NaN without one).
+func (rs *results) t0Burst() []float64 {
+	return rs.collect(func(r *repeatResult) float64 {
 		if r.burst == nil {
 			return math.NaN()
 		}
 		return r.burst.t0
 	})
+}
+
+// render is the report: the run's settings, then one table, a section of
+// rows per scenario (render<Scenario>).
+func (rs *results) render() string {
+	var b bytes.Buffer
+	rs.renderSettings(&b)
+	var rows []tableRow
+	add := func(scen, metric, value, target string) {
+		rows = append(rows, tableRow{scen, metric, value, target})
+	}
+	for _, section := range []func(*results, adder){
+		(*results).renderLimit, (*results).renderBurst, (*results).renderPrecreated, (*results).renderCron,
+		(*results).renderIdle, (*results).renderMemory, (*results).renderQueue, (*results).renderScale,
+	} {
+		section(rs, add)
+	}
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tmetric\tvalue\ttarget")
+	fmt.Fprintln(tw, "--------\t------\t-----\t------")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.scenario, r.metric, r.value, r.target)
+	}
+	tw.Flush()
+	b.WriteString("\n")
+	return b.String()
+}
+
+// renderSettings writes what the run was: when, the machine, the settings.
+func (rs *results) renderSettings(w *bytes.Buffer) {
+	b := w
+
+	o := rs.o
+	n := o.n
+	m := rs.machine
+	fmt.Fprintf(b, "\ntask-operator benchmark, %s (wall time %s)\n", rs.began.UTC().Format("2006-01-02 15:04 MST"), rs.ended.Sub(rs.began).Round(time.Second))
+	fmt.Fprintf(b, "machine:  %d CPUs (%s), %.1f GiB RAM, %s, %s; Kubernetes %s local control plane with a kwok node; load average %s at start, %s at end\n",
+		m.cpus, m.model, m.memGiB, m.kernel, m.goVersion, orNA(o.serverVersion), m.loadAtStart, loadAverage())
+	fmt.Fprintf(b, "settings: N=%d, %d repeat(s); B0: %d goroutines, no client-side limit, Jobs of the operator's shape (jobs.Build) that the Job controller ignores (spec.managedBy); "+
+		"burst/idle/memory: kube-controller-manager --kube-api-qps=%d --kube-api-burst=%d (raised so Jobs finish fast), operator defaults (no client-side limit, 32 concurrent reconciles); "+
+		"cron: kube-controller-manager %d/%d (its defaults), one slot, schedule \"M H * * *\" naming the slot; idle window %s; writes counted from %s\n",
+		n, len(rs.reps), o.workers, o.fastQPS, o.fastBurst, equalQPS, equalBurst, o.idleWindow, rs.writeMethod())
+	if o.finalizerPolicy {
+		fmt.Fprintf(b, "install:  with the finalizer policy (config/samples/policies/add-finalizer.yaml, as the Helm chart on Kubernetes 1.36+): Tasks get their finalizer at creation\n")
+	} else {
+		fmt.Fprintf(b, "install:  without the finalizer policy (-finalizer-policy=false, install.yaml alone): the operator patches each new Task for its finalizer\n")
+	}
+	if o.operatorSource != "" {
+		rev, _ := exec.Command("git", "-C", o.operatorSource, "rev-parse", "--short", "HEAD").Output()
+		fmt.Fprintf(b, "operator: built from %s (-operator-source, commit %s), not this checkout\n", o.operatorSource, strings.TrimSpace(string(rev)))
+	}
+	if len(o.opArgs) > 0 {
+		fmt.Fprintf(b, "operator: extra flags %s (an experiment, not the defaults)\n", strings.Join(o.opArgs, " "))
+	}
+	fmt.Fprintf(b, "values:   median [min-max] over the repeats; each ratio is taken within one session (same cluster, minutes apart), then summarized; verdicts compare the median with the issue's targets, which are set for N=1000 (at small N fixed latencies dominate)\n\n")
+
+}
+
+// renderLimit adds the rows of the B0 section.
+func (rs *results) renderLimit(add adder) {
+	o, n := rs.o, rs.o.n
+	t0Burst := rs.t0Burst()
 	t0Cron := rs.collect(func(r *repeatResult) float64 {
 		var xs []float64
 		for _, c := range r.cron {
@@ -210,9 +248,12 @@ func (rs *results) render() string {
 	if anyValue(t0Cron) {
 		add("limit (B0)", fmt.Sprintf("T0: %d Jobs created, clusters of the cron sessions (KCM %d/%d; median of 3)", n, equalQPS, equalBurst), secs(t0Cron), "")
 	}
+}
 
-	// --- burst
-	if anyValue(t0Burst) {
+// renderBurst adds the rows of the burst section.
+func (rs *results) renderBurst(add adder) {
+	o, n := rs.o, rs.o.n
+	if anyValue(rs.t0Burst()) {
 		bf := func(f func(*burstResult) float64) []float64 {
 			return rs.collect(func(r *repeatResult) float64 {
 				if r.burst == nil {
@@ -286,7 +327,11 @@ func (rs *results) render() string {
 		}
 	}
 
-	// --- burst of pre-created Tasks
+}
+
+// renderPrecreated adds the rows of the burst of pre-created Tasks section.
+func (rs *results) renderPrecreated(add adder) {
+	n := rs.o.n
 	if anyValue(rs.collect(func(r *repeatResult) float64 { return preVal(r, func(p *precreatedResult) float64 { return p.b0.t0 }) })) {
 		pf := func(f func(*precreatedResult) float64) []float64 {
 			return rs.collect(func(r *repeatResult) float64 { return preVal(r, f) })
@@ -310,141 +355,171 @@ func (rs *results) render() string {
 			pf(func(p *precreatedResult) float64 { return p.cost.react() }))
 	}
 
-	// --- cron
-	if len(rs.reps) > 0 && len(rs.reps[0].cron) > 0 {
-		cf := func(kind string, f func(*cronResult) float64) []float64 {
-			return rs.collect(func(r *repeatResult) float64 {
-				c := r.cron[kind]
-				if c == nil {
-					return math.NaN()
-				}
-				return f(c)
-			})
+}
+
+// renderCron adds the rows of the cron sections: the operator with its
+// own defaults, and at the CronJob controller's client limits.
+func (rs *results) renderCron(add adder) {
+	if len(rs.reps) == 0 || len(rs.reps[0].cron) == 0 {
+		return
+	}
+	for _, sec := range []cronSection{
+		{"cron, own defaults", "operator-default", "operator (no client-side limit)"},
+		{fmt.Sprintf("cron, equal %d/%d", equalQPS, equalBurst), "operator-equal", fmt.Sprintf("operator (%d/%d, one shared limiter)", equalQPS, equalBurst)},
+	} {
+		rs.renderCronStarts(add, sec)
+		rs.renderCronWrites(add, sec)
+	}
+}
+
+// cronSection is one cron section: its scenario name, the operator's
+// session kind and how the rows name it.
+type cronSection struct{ scen, opKind, opLabel string }
+
+// cronValues are f of each repeat's cron session of kind (NaN without
+// one).
+func (rs *results) cronValues(kind string, f func(*cronResult) float64) []float64 {
+	return rs.collect(func(r *repeatResult) float64 {
+		c := r.cron[kind]
+		if c == nil {
+			return math.NaN()
 		}
-		startedPct := func(kind string) []float64 {
-			return cf(kind, func(c *cronResult) float64 { return pct(c.started, c.n) })
+		return f(c)
+	})
+}
+
+// cronVsCronJob are f of each repeat's operator session of opKind and its
+// CronJob session.
+func (rs *results) cronVsCronJob(opKind string, f func(op, cj *cronResult) float64) []float64 {
+	return rs.collect(func(r *repeatResult) float64 {
+		a, c := r.cron[opKind], r.cron["cronjob"]
+		if a == nil || c == nil {
+			return math.NaN()
 		}
-		skew := func(kind string, p float64) []float64 {
-			return cf(kind, func(c *cronResult) float64 { return percentile(c.skew, p) })
-		}
-		perRun := func(kind string) []float64 { return cf(kind, func(c *cronResult) float64 { return c.perRun() }) }
-		evPerRun := func(kind string) []float64 { return cf(kind, func(c *cronResult) float64 { return c.eventsPerRun() }) }
-		cjVsOp := func(opKind string, f func(op, cj *cronResult) float64) []float64 {
-			return rs.collect(func(r *repeatResult) float64 {
-				a, c := r.cron[opKind], r.cron["cronjob"]
-				if a == nil || c == nil {
-					return math.NaN()
+		return f(a, c)
+	})
+}
+
+func (rs *results) cronStartedPct(kind string) []float64 {
+	return rs.cronValues(kind, func(c *cronResult) float64 { return pct(c.started, c.n) })
+}
+
+func (rs *results) cronSkew(kind string, p float64) []float64 {
+	return rs.cronValues(kind, func(c *cronResult) float64 { return percentile(c.skew, p) })
+}
+
+// renderCronStarts adds how many runs of the slot started, and how late.
+func (rs *results) renderCronStarts(add adder, sec cronSection) {
+	n := rs.o.n
+	cjLabel := fmt.Sprintf("CronJob controller (KCM %d/%d)", equalQPS, equalBurst)
+	own := sec.opKind == "operator-default"
+	opStarted := rs.cronStartedPct(sec.opKind)
+	tgt := ""
+	if own {
+		tgt = "100%: " + verdict(opStarted, func(x float64) bool { return x >= 100 })
+	}
+	add(sec.scen, fmt.Sprintf("%d runs due in one slot: started within the slot period, %s", n, sec.opLabel), spread(opStarted, "%"), tgt)
+	add(sec.scen, "  started within the slot period, "+cjLabel, spread(rs.cronStartedPct("cronjob"), "%"), "")
+	st := rs.cronVsCronJob(sec.opKind, func(a, c *cronResult) float64 { return ratio(float64(a.started), float64(c.started)) })
+	if own {
+		add(sec.scen, "runs started, operator / CronJob (ratio)", spread(st, ""), "")
+	} else {
+		add(sec.scen, "runs started, operator / CronJob (ratio, target > 1)", spread(st, ""), verdictVs1(st, false))
+	}
+	for _, p := range []struct {
+		label string
+		p     float64
+	}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
+		add(sec.scen, fmt.Sprintf("skew slot to Job %s: operator / CronJob", p.label),
+			spread(rs.cronSkew(sec.opKind, p.p), "s")+" / "+spread(rs.cronSkew("cronjob", p.p), "s"), "")
+	}
+	opSkewT0 := rs.cronValues(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
+	cjSkewT0 := rs.cronValues("cronjob", func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
+	if own {
+		add(sec.scen, "  skew slot to Job p99, oracle-cron (the slot's creates alone, own cluster)", spread(rs.cronSkew("oracle", 99), "s"), "")
+		vsOracle := rs.collect(func(r *repeatResult) float64 {
+			a, c := r.cron[sec.opKind], r.cron["oracle"]
+			if a == nil || c == nil {
+				return math.NaN()
+			}
+			return ratio(percentile(a.skew, 99), percentile(c.skew, 99))
+		})
+		add(sec.scen, "operator p99 skew / oracle-cron p99 skew (ratio, target <= 1.1)", spread(vsOracle, "x"), atMost(vsOracle, 1.1))
+		add(sec.scen, "operator p99 skew / T0 (context)", spread(opSkewT0, "x T0"), "")
+		add(sec.scen, "CronJob p99 skew / T0 (ratio)", spread(cjSkewT0, "x T0"), "")
+	} else {
+		add(sec.scen, "p99 skew, operator / CronJob (ratio)", spread(rs.cronVsCronJob(sec.opKind, func(a, c *cronResult) float64 {
+			return ratio(percentile(a.skew, 99), percentile(c.skew, 99))
+		}), ""), "")
+	}
+}
+
+// renderCronWrites adds what the runs of the slot cost the API server.
+func (rs *results) renderCronWrites(add adder, sec cronSection) {
+	own := sec.opKind == "operator-default"
+	add(sec.scen, "writes per started run, events apart: operator / CronJob", spread3(rs.cronValues(sec.opKind, (*cronResult).perRun), "")+" / "+spread3(rs.cronValues("cronjob", (*cronResult).perRun), ""), "")
+	wr := rs.cronVsCronJob(sec.opKind, func(a, c *cronResult) float64 { return ratio(a.perRun(), c.perRun()) })
+	wTgt, wV := "", ""
+	if !own {
+		wTgt, wV = ", target < 1", verdictVs1(wr, true)
+	}
+	add(sec.scen, "writes per started run, operator / CronJob (ratio"+wTgt+")", spread(wr, ""), wV)
+	if own {
+		opLife, cjLife := rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.lifePerRun() }), rs.cronValues("cronjob", func(c *cronResult) float64 { return c.lifePerRun() })
+		if anyValue(opLife) {
+			add(sec.scen, "writes per run over its whole life (to every run finished and recorded), events apart: operator / CronJob", spread3(opLife, "")+" / "+spread3(cjLife, ""), atMost(opLife, 3))
+			lr := rs.cronVsCronJob(sec.opKind, func(a, c *cronResult) float64 { return ratio(a.lifePerRun(), c.lifePerRun()) })
+			add(sec.scen, "  whole life, operator / CronJob (ratio, target <= 1)", spread(lr, ""), atMost(lr, 1))
+			add(sec.scen, "  slot to every run finished and recorded: operator / CronJob", secs(rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.lifeOrNaN() }))+" / "+secs(rs.cronValues("cronjob", func(c *cronResult) float64 { return c.lifeOrNaN() })), "")
+			last := rs.reps[len(rs.reps)-1].cron
+			for _, k := range []struct{ kind, who string }{{sec.opKind, "operator"}, {"cronjob", "CronJob"}} {
+				if c := last[k.kind]; c != nil && c.lifeDone {
+					add(sec.scen, "  whole life by resource per run (last repeat): "+k.who, c.lifeWrites.breakdown(float64(c.n)), "")
 				}
-				return f(a, c)
-			})
-		}
-		for _, sec := range []struct{ scen, opKind, opLabel string }{
-			{"cron, own defaults", "operator-default", "operator (no client-side limit)"},
-			{fmt.Sprintf("cron, equal %d/%d", equalQPS, equalBurst), "operator-equal", fmt.Sprintf("operator (%d/%d, one shared limiter)", equalQPS, equalBurst)},
-		} {
-			cjLabel := fmt.Sprintf("CronJob controller (KCM %d/%d)", equalQPS, equalBurst)
-			own := sec.opKind == "operator-default"
-			opStarted := startedPct(sec.opKind)
-			tgt := ""
-			if own {
-				tgt = "100%: " + verdict(opStarted, func(x float64) bool { return x >= 100 })
 			}
-			add(sec.scen, fmt.Sprintf("%d runs due in one slot: started within the slot period, %s", n, sec.opLabel), spread(opStarted, "%"), tgt)
-			add(sec.scen, "  started within the slot period, "+cjLabel, spread(startedPct("cronjob"), "%"), "")
-			st := cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(float64(a.started), float64(c.started)) })
-			if own {
-				add(sec.scen, "runs started, operator / CronJob (ratio)", spread(st, ""), "")
-			} else {
-				add(sec.scen, "runs started, operator / CronJob (ratio, target > 1)", spread(st, ""), verdictVs1(st, false))
-			}
-			for _, p := range []struct {
-				label string
-				p     float64
-			}{{"p50", 50}, {"p99", 99}, {"max", 100}} {
-				add(sec.scen, fmt.Sprintf("skew slot to Job %s: operator / CronJob", p.label),
-					spread(skew(sec.opKind, p.p), "s")+" / "+spread(skew("cronjob", p.p), "s"), "")
-			}
-			opSkewT0 := cf(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
-			cjSkewT0 := cf("cronjob", func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
-			if own {
-				add(sec.scen, "  skew slot to Job p99, oracle-cron (the slot's creates alone, own cluster)", spread(skew("oracle", 99), "s"), "")
-				vsOracle := rs.collect(func(r *repeatResult) float64 {
-					a, c := r.cron[sec.opKind], r.cron["oracle"]
-					if a == nil || c == nil {
-						return math.NaN()
-					}
-					return ratio(percentile(a.skew, 99), percentile(c.skew, 99))
-				})
-				add(sec.scen, "operator p99 skew / oracle-cron p99 skew (ratio, target <= 1.1)", spread(vsOracle, "x"), atMost(vsOracle, 1.1))
-				add(sec.scen, "operator p99 skew / T0 (context)", spread(opSkewT0, "x T0"), "")
-				add(sec.scen, "CronJob p99 skew / T0 (ratio)", spread(cjSkewT0, "x T0"), "")
-			} else {
-				add(sec.scen, "p99 skew, operator / CronJob (ratio)", spread(cjVsOp(sec.opKind, func(a, c *cronResult) float64 {
-					return ratio(percentile(a.skew, 99), percentile(c.skew, 99))
-				}), ""), "")
-			}
-			add(sec.scen, "writes per started run, events apart: operator / CronJob", spread3(perRun(sec.opKind), "")+" / "+spread3(perRun("cronjob"), ""), "")
-			wr := cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(a.perRun(), c.perRun()) })
-			wTgt, wV := "", ""
-			if !own {
-				wTgt, wV = ", target < 1", verdictVs1(wr, true)
-			}
-			add(sec.scen, "writes per started run, operator / CronJob (ratio"+wTgt+")", spread(wr, ""), wV)
-			if own {
-				opLife, cjLife := cf(sec.opKind, func(c *cronResult) float64 { return c.lifePerRun() }), cf("cronjob", func(c *cronResult) float64 { return c.lifePerRun() })
-				if anyValue(opLife) {
-					add(sec.scen, "writes per run over its whole life (to every run finished and recorded), events apart: operator / CronJob", spread3(opLife, "")+" / "+spread3(cjLife, ""), atMost(opLife, 3))
-					lr := cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(a.lifePerRun(), c.lifePerRun()) })
-					add(sec.scen, "  whole life, operator / CronJob (ratio, target <= 1)", spread(lr, ""), atMost(lr, 1))
-					add(sec.scen, "  slot to every run finished and recorded: operator / CronJob", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.lifeOrNaN() }))+" / "+secs(cf("cronjob", func(c *cronResult) float64 { return c.lifeOrNaN() })), "")
-					last := rs.reps[len(rs.reps)-1].cron
-					for _, k := range []struct{ kind, who string }{{sec.opKind, "operator"}, {"cronjob", "CronJob"}} {
-						if c := last[k.kind]; c != nil && c.lifeDone {
-							add(sec.scen, "  whole life by resource per run (last repeat): "+k.who, c.lifeWrites.breakdown(float64(c.n)), "")
-						}
-					}
-				}
-			}
-			all := func(c *cronResult) float64 { return ratio(c.writes.total()+c.writes.events, float64(c.started)) }
-			add(sec.scen, "  requests per started run incl. events (what a shared limit spends): operator / CronJob",
-				spread3(cf(sec.opKind, all), "")+" / "+spread3(cf("cronjob", all), ""), "")
-			add(sec.scen, "  incl. events, operator / CronJob (ratio)", spread(cjVsOp(sec.opKind, func(a, c *cronResult) float64 { return ratio(all(a), all(c)) }), ""), "")
-			add(sec.scen, "  of which refused with 409 Conflict: operator / CronJob", spread(cf(sec.opKind, func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), "")+" / "+
-				spread(cf("cronjob", func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), ""), "")
-			add(sec.scen, "  events per started run: operator / CronJob", spread(evPerRun(sec.opKind), "")+" / "+spread(evPerRun("cronjob"), ""), "")
-			fireRecords := func(kind string) []float64 {
-				return cf(kind, func(c *cronResult) float64 {
-					if c.fireStatus < 0 {
-						return math.NaN()
-					}
-					return ratio(c.fireStatus, float64(c.started))
-				})
-			}
-			add(sec.scen, "  status writes inside the fire (slot to last Job) per started run: operator / CronJob", spread3(fireRecords(sec.opKind), "")+" / "+spread3(fireRecords("cronjob"), ""), "")
-			add(sec.scen, "  operator: every started run in its Task's status, after the last Job", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.shown })), "")
-			if own {
-				addCreateCost(add, sec.scen, "the fire's", cf(sec.opKind, func(c *cronResult) float64 { return c.b0.cost.ms() }),
-					cf(sec.opKind, func(c *cronResult) float64 { return c.fireCost.ms() }),
-					cf(sec.opKind, func(c *cronResult) float64 { return c.b0.cost.react() }),
-					cf(sec.opKind, func(c *cronResult) float64 { return c.fireCost.react() }))
-			}
-			if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last["cronjob"] != nil {
-				a, c := last[sec.opKind], last["cronjob"]
-				add(sec.scen, "  by resource per started run (last repeat): operator", a.writes.breakdown(float64(max(a.started, 1))), "")
-				add(sec.scen, "  by resource per started run (last repeat): CronJob", c.writes.breakdown(float64(max(c.started, 1))), "")
-			}
-			late := cf(sec.opKind, func(c *cronResult) float64 {
-				if c.setupLate {
-					return 1
-				}
-				return 0
-			})
-			add(sec.scen, "  operator: first pass over all Tasks took (before the slot)", secs(cf(sec.opKind, func(c *cronResult) float64 { return c.setup })),
-				map[bool]string{true: "NOT DONE BEFORE THE SLOT in some repeat", false: ""}[anyPositive(late)])
 		}
 	}
+	all := func(c *cronResult) float64 { return ratio(c.writes.total()+c.writes.events, float64(c.started)) }
+	add(sec.scen, "  requests per started run incl. events (what a shared limit spends): operator / CronJob",
+		spread3(rs.cronValues(sec.opKind, all), "")+" / "+spread3(rs.cronValues("cronjob", all), ""), "")
+	add(sec.scen, "  incl. events, operator / CronJob (ratio)", spread(rs.cronVsCronJob(sec.opKind, func(a, c *cronResult) float64 { return ratio(all(a), all(c)) }), ""), "")
+	add(sec.scen, "  of which refused with 409 Conflict: operator / CronJob", spread(rs.cronValues(sec.opKind, func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), "")+" / "+
+		spread(rs.cronValues("cronjob", func(c *cronResult) float64 { return ratio(c.writes.conflicts, float64(c.started)) }), ""), "")
+	add(sec.scen, "  events per started run: operator / CronJob", spread(rs.cronValues(sec.opKind, (*cronResult).eventsPerRun), "")+" / "+spread(rs.cronValues("cronjob", (*cronResult).eventsPerRun), ""), "")
+	fireRecords := func(kind string) []float64 {
+		return rs.cronValues(kind, func(c *cronResult) float64 {
+			if c.fireStatus < 0 {
+				return math.NaN()
+			}
+			return ratio(c.fireStatus, float64(c.started))
+		})
+	}
+	add(sec.scen, "  status writes inside the fire (slot to last Job) per started run: operator / CronJob", spread3(fireRecords(sec.opKind), "")+" / "+spread3(fireRecords("cronjob"), ""), "")
+	add(sec.scen, "  operator: every started run in its Task's status, after the last Job", secs(rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.shown })), "")
+	if own {
+		addCreateCost(add, sec.scen, "the fire's", rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.b0.cost.ms() }),
+			rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.fireCost.ms() }),
+			rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.b0.cost.react() }),
+			rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.fireCost.react() }))
+	}
+	if last := rs.reps[len(rs.reps)-1].cron; last[sec.opKind] != nil && last["cronjob"] != nil {
+		a, c := last[sec.opKind], last["cronjob"]
+		add(sec.scen, "  by resource per started run (last repeat): operator", a.writes.breakdown(float64(max(a.started, 1))), "")
+		add(sec.scen, "  by resource per started run (last repeat): CronJob", c.writes.breakdown(float64(max(c.started, 1))), "")
+	}
+	late := rs.cronValues(sec.opKind, func(c *cronResult) float64 {
+		if c.setupLate {
+			return 1
+		}
+		return 0
+	})
+	add(sec.scen, "  operator: first pass over all Tasks took (before the slot)", secs(rs.cronValues(sec.opKind, func(c *cronResult) float64 { return c.setup })),
+		map[bool]string{true: "NOT DONE BEFORE THE SLOT in some repeat", false: ""}[anyPositive(late)])
+}
 
-	// --- idle
+// renderIdle adds the rows of the idle section.
+func (rs *results) renderIdle(add adder) {
+	n := rs.o.n
 	if anyValue(rs.collect(func(r *repeatResult) float64 { return idleVal(r, func(i *idleResult) float64 { return i.window }) })) {
 		wpm := rs.collect(func(r *repeatResult) float64 { return idleVal(r, func(i *idleResult) float64 { return i.perMinute() }) })
 		add("idle", fmt.Sprintf("%d finished + %d cron Tasks not due: operator writes per minute, leases excluded", n, n), spread(wpm, "/min"), "0: "+verdict(wpm, func(x float64) bool { return x == 0 }))
@@ -458,7 +533,11 @@ func (rs *results) render() string {
 		}
 	}
 
-	// --- memory
+}
+
+// renderMemory adds the rows of the memory section.
+func (rs *results) renderMemory(add adder) {
+	n := rs.o.n
 	memv := func(i int, heap bool) []float64 {
 		return rs.collect(func(r *repeatResult) float64 {
 			if r.mem == nil || len(r.mem.points) <= i {
@@ -507,7 +586,11 @@ func (rs *results) render() string {
 		}
 	}
 
-	// --- queue
+}
+
+// renderQueue adds the rows of the queue section.
+func (rs *results) renderQueue(add adder) {
+	n := rs.o.n
 	qf := func(f func(*queueResult) float64) []float64 {
 		return rs.collect(func(r *repeatResult) float64 {
 			if r.queue == nil {
@@ -539,17 +622,6 @@ func (rs *results) render() string {
 			add("queue", "  "+last.passDescription()+" (last repeat)", "", "")
 		}
 	}
-	rs.renderScale(add)
-
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tmetric\tvalue\ttarget")
-	fmt.Fprintln(tw, "--------\t------\t-----\t------")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.scenario, r.metric, r.value, r.target)
-	}
-	tw.Flush()
-	b.WriteString("\n")
-	return b.String()
 }
 
 func (rs *results) writeMethod() string {

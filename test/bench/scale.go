@@ -409,7 +409,7 @@ func (r *scaleResult) summary() string {
 }
 
 // renderScale adds the scale scenario's rows.
-func (rs *results) renderScale(add func(scen, metric, value, target string)) {
+func (rs *results) renderScale(add adder) {
 	sf := func(f func(*scaleResult) float64) []float64 {
 		return rs.collect(func(r *repeatResult) float64 {
 			if r.scale == nil {
