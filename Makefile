@@ -124,8 +124,8 @@ test-integration: vet lint verify ## Unit and integration tests against a real k
 	$(MAKE) --no-print-directory test-no-fast-path
 
 .PHONY: test-no-fast-path
-test-no-fast-path: ## The reconciler's envtest suite and the reconcile fuzz seeds with every speed shortcut off (--fast-path=false): a failure here is a correctness bug.
-	TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./internal/reconciler/ ./test/fuzz/ -count=1
+test-no-fast-path: ## Both controllers' envtest suites and the reconcile fuzz seeds with every speed shortcut off (--fast-path=false): a failure here is a correctness bug.
+	TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./internal/reconciler/ ./internal/taskqueue/ ./test/fuzz/ -count=1
 
 COMPAT_VERSIONS ?= $(notdir $(wildcard hack/k8s-compat/v*))
 
@@ -135,7 +135,7 @@ test-compat: ## The envtest suites (Task controller both ways, queue controller,
 	  assets=$$(hack/k8s-compat.sh $$v); \
 	  echo "test-compat: Kubernetes $$v"; \
 	  KUBEBUILDER_ASSETS=$$assets go test -count=1 ./internal/reconciler/ ./internal/taskqueue/ ./test/manifests/; \
-	  TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$assets go test -count=1 ./internal/reconciler/; \
+	  TASK_OPERATOR_FAST_PATH=false KUBEBUILDER_ASSETS=$$assets go test -count=1 ./internal/reconciler/ ./internal/taskqueue/; \
 	done
 
 STRESS_N ?= 10

@@ -24,7 +24,7 @@ export KUBEBUILDER_ASSETS
 # The suites, each run as `make test` runs it.
 suites=(
   "shortcuts|./internal/reconciler/ ./internal/taskqueue/ ./internal/cli/ ./test/fuzz/|"
-  "no-fast-path|./internal/reconciler/ ./test/fuzz/|TASK_OPERATOR_FAST_PATH=false"
+  "no-fast-path|./internal/reconciler/ ./internal/taskqueue/ ./test/fuzz/|TASK_OPERATOR_FAST_PATH=false"
 )
 
 hog_pids=()

@@ -19,34 +19,6 @@ import (
 	"github.com/taskops/task-operator/internal/testutil"
 )
 
-// scheduledTask creates a cron Task with the clock at the present and
-// waits for its first pass, which sets nextScheduleTime.
-func scheduledTask(t *testing.T, ns, name string, opts ...testutil.TaskOpt) (*v1alpha1.Task, *v1alpha1.Task) {
-	t.Helper()
-	fakeClock.SetTime(time.Now())
-	task := newTask(ns, name, append([]testutil.TaskOpt{testutil.Schedule("*/5 * * * *")}, opts...)...)
-	must(t, k8s.Create(ctx, task))
-	got := waitTask(t, task, "the first pass", func(x *v1alpha1.Task) bool {
-		return x.Status.NextScheduleTime != nil && x.Status.ObservedGeneration == x.Generation
-	})
-	return task, got
-}
-
-// toSlot moves the clock just past the Task's next slot and pokes it; it
-// returns the slot.
-func toSlot(t *testing.T, task *v1alpha1.Task) time.Time {
-	t.Helper()
-	// The status must have caught up with the clock: its next slot is ahead.
-	now := fakeClock.Now()
-	got := waitTask(t, task, "nextScheduleTime after now", func(x *v1alpha1.Task) bool {
-		return x.Status.NextScheduleTime != nil && x.Status.NextScheduleTime.After(now)
-	})
-	next := got.Status.NextScheduleTime.Time
-	fakeClock.SetTime(next.Add(2 * time.Second))
-	poke(t, task)
-	return next
-}
-
 func slotJob(t *testing.T, task *v1alpha1.Task, slot time.Time) {
 	t.Helper()
 	id := runs.ScheduledID(slot)

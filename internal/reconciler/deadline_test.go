@@ -27,7 +27,7 @@ func slowAttempt(t *testing.T, deadline int64) (*v1alpha1.Task, batchv1.Job, *co
 	job := waitJobs(t, task, 1)[0]
 	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
 	must(t, err)
-	podLogs.set(ns, pod.Name, "step 1 of 2 done\n")
+	podLogs.Set(ns, pod.Name, "step 1 of 2 done\n")
 	return task, job, pod
 }
 

@@ -11,11 +11,4 @@ func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func errString(err error) string {
-	if err == nil {
-		return "<nil>"
-	}
-	return err.Error()
-}
-
 const time10s = 10 * time.Second

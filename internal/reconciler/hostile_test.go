@@ -98,16 +98,6 @@ func TestACancelledJobThatIsResumedIsSuspendedAgain(t *testing.T) {
 	}
 }
 
-// waitManualCache waits until the hand-driven reconcilers' cache holds the
-// object at key (read into obj) as ok says.
-func waitManualCache(t *testing.T, what string, key client.ObjectKey, obj client.Object, ok func() bool) {
-	t.Helper()
-	eventually(t, what+" in the manual cache", func() (bool, string) {
-		err := manualClient.Get(ctx, key, obj)
-		return err == nil && ok(), errString(err)
-	})
-}
-
 // passesPastBackoff moves the clock past any backoff, runs three passes
 // by hand and returns the stored Task: what a next attempt would need has
 // had every chance to happen.

@@ -12,15 +12,11 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/internal/testutil/opsuite"
 )
 
 // manual marks a Task for hand-driven reconcilers only.
-func manual(t *v1alpha1.Task) {
-	if t.Labels == nil {
-		t.Labels = map[string]string{}
-	}
-	t.Labels[manualLabel] = "true"
-}
+var manual = opsuite.Manual
 
 // crashBeforeStatus is a client whose status writes fail, like an
 // operator that dies between creating a Job and recording it.

@@ -157,7 +157,7 @@ func TestAPassFromABehindCacheDoesNotCreateAJustDeletedJobAgain(t *testing.T) {
 	reconcileUntil(t, task, "attempt 1 recorded", func(x *v1alpha1.Task) bool { return x.Status.Attempts == 1 && len(x.Status.Active) == 1 })
 	job := jobsOf(t, task)[0]
 
-	r := manualReconciler(staleTask{Client: manualClient, task: before})
+	r := manualReconciler(staleTask{Client: manualClient, Task: before})
 	deleteJob(t, &job)
 	r.SawJobDeleted(&job) // as the Job watch does, before it wakes the Task
 	eventually(t, "the Job gone from the manual cache", func() (bool, string) {
