@@ -34,7 +34,8 @@
 //     API server, because which outputs the status lacks is known only
 //     from the runs as the pass left them.
 //  5. decide the status and the notifications it makes due, pure
-//     (status.Compute, notify.Orders: pass.go decideStatus), then in order:
+//     (plan.Record: the status, the notifications it makes due and when
+//     to write it; pass.go recording), then in order:
 //     5a. the lease re-checked: a pass that finds it lapsed writes nothing
 //     (guards.ErrLeaseLapsed); 5b. the finalizer added, on the first write;
 //     5c. the notification Jobs of the orders created (notify.go), before

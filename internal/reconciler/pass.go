@@ -68,12 +68,10 @@ func (p *pass) problem() *status.Problem {
 	return p.refused
 }
 
-// decideStatus is stage 5's pure part: the status from what the pass saw
-// and did, and the notifications it makes due (the one other thing a pass
-// creates, decided here as the Jobs of attempts are in plan.Decide). What
-// their creates came to is fed back (notificationTries) and the whole is
-// decided again, never edited.
-func (p *pass) decideStatus() (v1alpha1.TaskStatus, []notify.Order) {
+// recording is stage 5's pure part (plan.Record): the status from what
+// the pass saw and did, the notifications it makes due and when to write
+// it; acted: acting ended without error.
+func (p *pass) recording(acted bool) plan.Recording {
 	in := status.Input{
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Refusal: p.jobRefused, Now: p.now,
@@ -84,6 +82,5 @@ func (p *pass) decideStatus() (v1alpha1.TaskStatus, []notify.Order) {
 	for _, d := range p.plan.Dropped {
 		in.Dropped = append(in.Dropped, status.DroppedRecord(d.Queued, d.Result, d.Reason, d.Message, p.now))
 	}
-	st := status.Compute(in)
-	return st, notify.Orders(p.task, st.History, p.notifications)
+	return p.plan.Record(plan.RecordInput{Status: in, Old: *p.old, Acted: acted, RecordStartDelay: p.r.Shortcuts.RecordStartDelay()})
 }

@@ -195,13 +195,13 @@ func (p *pass) requeueToRecord(wake time.Time) reconcile.Result {
 // is reported, and the Task expired or looked at again when the plan says.
 func (p *pass) record(ctx context.Context, actErr error) (reconcile.Result, error) {
 	r, task := p.r, p.task
-	var due []notify.Order
-	task.Status, due = p.decideStatus()
-	// (shortcut) A write that would only record attempts that just started
-	// waits for their end or for the shortcuts' RecordStartDelay: a short
-	// run then costs one status write, not two (plan/record.go).
-	if at := p.recordStartAt(actErr, due); !at.IsZero() {
-		return p.requeueToRecord(earliest(at, p.plan.Wake)), nil
+	rec := p.recording(actErr == nil)
+	task.Status = rec.Status
+	// (fast path) A write that would only record attempts that just
+	// started waits for their end or for RecordStartDelay: a short run then
+	// costs one status write, not two (plan/recording.go).
+	if !rec.WriteAt.IsZero() {
+		return p.requeueToRecord(earliest(rec.WriteAt, p.plan.Wake)), nil
 	}
 	// Paused past the lease during this pass: the status patch would be
 	// refused anyway if stale (optimistic locking); do not send it.
@@ -213,7 +213,7 @@ func (p *pass) record(ctx context.Context, actErr error) (reconcile.Result, erro
 		r.Shortcuts.ForgetWrite(task.UID)
 		return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
-	if err := p.notify(ctx, due); err != nil {
+	if err := p.notify(ctx, rec.Due); err != nil {
 		return reconcile.Result{}, err
 	}
 	// One status write, only when it changed.
@@ -246,29 +246,9 @@ func (p *pass) notify(ctx context.Context, due []notify.Order) error {
 	}
 	if len(p.notificationTries) > 0 {
 		p.task.Status = *p.old.DeepCopy()
-		p.task.Status, _ = p.decideStatus()
+		p.task.Status = p.recording(true).Status
 	}
 	return nil
-}
-
-// recordStartAt is when this pass's status write should be made instead
-// of now (zero: now): with the shortcuts on, when the status changed only
-// because attempts just started (plan.RecordStartAt) and the pass has
-// nothing else to say: no error, no notification, no problem with the
-// spec or a Job, nothing only the status records. (A pass that created
-// Jobs and could wait has already returned through RecordLater.) The
-// status comparison, which writeStatus makes again, is made only when an
-// attempt did just start.
-func (p *pass) recordStartAt(actErr error, due []notify.Order) time.Time {
-	delay := p.r.Shortcuts.RecordStartDelay()
-	if delay == 0 || actErr != nil || len(due) > 0 || p.problem() != nil || p.jobRefused != nil || !p.plan.JobsSayItAll() {
-		return time.Time{}
-	}
-	at := plan.RecordStartAt(p.runs, p.now, delay)
-	if at.IsZero() || equality.Semantic.DeepEqual(*p.old, p.task.Status) {
-		return time.Time{}
-	}
-	return at
 }
 
 // earliest is the earlier of two wake-up times, zero meaning none.
