@@ -55,12 +55,13 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
 			}
 			key := types.NamespacedName{Namespace: c.namespace, Name: args[0]}
 			start := a.now()
-			if err := setBackfill(cmd.Context(), c, key, token, f.UTC().Format(time.RFC3339)+"/"+t.UTC().Format(time.RFC3339)); err != nil {
+			patched, err := setBackfill(cmd.Context(), c, key, token, f.UTC().Format(time.RFC3339)+"/"+t.UTC().Format(time.RFC3339))
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.messages(), "task/%s: backfill %q of %s to %s asked for\n", key.Name, token, f.UTC().Format(time.RFC3339), t.UTC().Format(time.RFC3339))
 			if !wait {
-				return a.printTaskAfter(cmd.Context(), c, key)
+				return a.printTaskIfAsked(cmd.Context(), patched)
 			}
 			return a.waitFor(cmd.Context(), c, key, timeout, start, backfillTracker(token))
 		},
@@ -77,7 +78,7 @@ cancelled (4). 'kubectl task cancel NAME' stops it.`,
 }
 
 // setBackfill writes the token and the range in one merge patch.
-func setBackfill(ctx context.Context, c *clients, key types.NamespacedName, token, rng string) error {
+func setBackfill(ctx context.Context, c *clients, key types.NamespacedName, token, rng string) (*v1alpha1.Task, error) {
 	return patchAnnotations(ctx, c, key, map[string]any{v1alpha1.AnnotationBackfill: token, v1alpha1.AnnotationBackfillRange: rng}, "the backfill")
 }
 

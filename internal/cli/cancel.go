@@ -56,12 +56,13 @@ history' lists them).`,
 			if task.Status.ObservedGeneration == 0 {
 				fmt.Fprintf(a.errOut(), "warning: the operator has not processed task/%s yet; a cancel token it finds on its first look stops nothing\n", key.Name)
 			}
-			if err := setCancel(cmd.Context(), c, key, token); err != nil {
+			patched, err := setCancel(cmd.Context(), c, key, token)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.messages(), "task/%s: cancel requested (cancel token %q)\n", key.Name, token)
 			if !wait {
-				return a.printTaskAfter(cmd.Context(), c, key)
+				return a.printTaskIfAsked(cmd.Context(), patched)
 			}
 			return a.waitFor(cmd.Context(), c, key, timeout, start, cancelTracker(runs.TokenHash(token)))
 		},
@@ -73,27 +74,28 @@ history' lists them).`,
 }
 
 // setCancel sets the cancel annotation of the Task to token.
-func setCancel(ctx context.Context, c *clients, key types.NamespacedName, token string) error {
+func setCancel(ctx context.Context, c *clients, key types.NamespacedName, token string) (*v1alpha1.Task, error) {
 	return patchAnnotations(ctx, c, key, map[string]any{v1alpha1.AnnotationCancel: token}, "the "+v1alpha1.AnnotationCancel+" annotation")
 }
 
 // patchAnnotations writes annotations onto the Task in one merge patch (a
 // nil value removes one), so the operator reads them from one version of
-// it; what names them in an error.
-func patchAnnotations(ctx context.Context, c *clients, key types.NamespacedName, annotations map[string]any, what string) error {
+// it; what names them in an error. It returns the Task as the patch left
+// it (the API server's answer), for -o.
+func patchAnnotations(ctx context.Context, c *clients, key types.NamespacedName, annotations map[string]any, what string) (*v1alpha1.Task, error) {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	target := &v1alpha1.Task{}
 	target.Name, target.Namespace = key.Name, key.Namespace
 	if err := c.ctrl.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
-			return notFoundError(key)
+			return nil, notFoundError(key)
 		}
-		return fmt.Errorf("setting %s on task/%s: %w", what, key.Name, err)
+		return nil, fmt.Errorf("setting %s on task/%s: %w", what, key.Name, err)
 	}
-	return nil
+	return target, nil
 }
 
 // cancelTracker is done once the operator consumed the cancel token hash
@@ -153,7 +155,7 @@ func (a *app) waitOrCancel(ctx context.Context, c *clients, key types.Namespaced
 		}
 	}
 	token := a.newToken()
-	if cerr := setCancel(gctx, c, key, token); cerr != nil {
+	if _, cerr := setCancel(gctx, c, key, token); cerr != nil {
 		return &exitError{code: ExitError, err: fmt.Errorf("interrupted; %w", cerr)}
 	}
 	fmt.Fprintf(a.errOut(), "task/%s: interrupted; cancelled its runs (cancel token %q; --detach leaves them running)\n", key.Name, token)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -66,15 +65,11 @@ func (a *app) printTask(ctx context.Context, t *v1alpha1.Task) error {
 	return a.printObject(t)
 }
 
-// printTaskAfter prints the Task as a verb that wrote to it left it, when
-// -o asks for it: read again, so the output holds the write.
-func (a *app) printTaskAfter(ctx context.Context, c *clients, key types.NamespacedName) error {
+// printTaskIfAsked prints the Task, as a verb's patch left it, when -o
+// asks for it.
+func (a *app) printTaskIfAsked(ctx context.Context, task *v1alpha1.Task) error {
 	if a.output == "" {
 		return nil
-	}
-	task, err := c.getTask(ctx, key)
-	if err != nil {
-		return err
 	}
 	return a.printTask(ctx, task)
 }

@@ -74,13 +74,14 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 		}
 	}
 
-	if err := setRunNow(ctx, c, key, token, req.params); err != nil {
+	patched, err := setRunNow(ctx, c, key, token, req.params)
+	if err != nil {
 		return err
 	}
 	id := runs.RunNowID(token)
 	fmt.Fprintf(a.messages(), "task/%s triggered: run %s (run-now token %q)\n", key.Name, id, token)
 	if !wait {
-		return a.printTaskAfter(ctx, c, key)
+		return a.printTaskIfAsked(ctx, patched)
 	}
 	return a.waitOrCancel(ctx, c, key, timeout, start, &runTracker{id: id, token: token}, detach)
 }
@@ -89,12 +90,12 @@ func (a *app) trigger(ctx context.Context, c *clients, key types.NamespacedName,
 // patch, so the operator reads them from the same version of the Task:
 // no values removes the annotation, so the run gets the defaults and not
 // an earlier run's values.
-func setRunNow(ctx context.Context, c *clients, key types.NamespacedName, token string, values map[string]string) error {
+func setRunNow(ctx context.Context, c *clients, key types.NamespacedName, token string, values map[string]string) (*v1alpha1.Task, error) {
 	var runParams any // JSON null removes the annotation
 	if len(values) > 0 {
 		b, err := json.Marshal(values)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		runParams = string(b)
 	}
