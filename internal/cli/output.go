@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
@@ -56,13 +57,16 @@ func (a *app) printTask(ctx context.Context, t *v1alpha1.Task) error {
 	if a.output == "wide" {
 		return a.printTaskRow(ctx, t)
 	}
-	t = t.DeepCopy()
-	t.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Task"))
-	t.ManagedFields = nil // as kubectl, without --show-managed-fields
-	if a.output == "name" {
-		return (&printers.NamePrinter{}).PrintObj(t, a.out())
-	}
-	return a.printObject(t)
+	return a.printObject(forPrinting(t.DeepCopy(), "Task"))
+}
+
+// forPrinting readies an API object (a copy) for printing as kubectl get
+// -o does: its apiVersion and kind set, no managed fields (kubectl
+// without --show-managed-fields).
+func forPrinting[T client.Object](obj T, kind string) T {
+	obj.GetObjectKind().SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(kind))
+	obj.SetManagedFields(nil)
+	return obj
 }
 
 // printTaskIfAsked prints the Task, as a verb's patch left it, when -o

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -151,11 +150,7 @@ func (a *app) printQueueObjects(list *v1alpha1.TaskQueueList) error {
 	list.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "List"}
 	list.ResourceVersion, list.Continue = "", ""
 	for i := range list.Items {
-		list.Items[i].SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("TaskQueue"))
-		list.Items[i].ManagedFields = nil
-	}
-	if a.output == "name" {
-		return (&printers.NamePrinter{}).PrintObj(list, a.out())
+		forPrinting(&list.Items[i], "TaskQueue")
 	}
 	return a.printObject(list)
 }
@@ -236,13 +231,7 @@ func loadQueue(ctx context.Context, c *clients, key types.NamespacedName) (*queu
 func (a *app) printQueue(out io.Writer, v *queueView) error {
 	tq, line, owner := v.tq, v.line, v.owner
 	if a.printsObjects() {
-		tq = tq.DeepCopy()
-		tq.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("TaskQueue"))
-		tq.ManagedFields = nil
-		if a.output == "name" {
-			return (&printers.NamePrinter{}).PrintObj(tq, out)
-		}
-		return a.printObject(tq)
+		return a.printObject(forPrinting(tq.DeepCopy(), "TaskQueue"))
 	}
 	state := "admitting"
 	if ptr.Deref(tq.Spec.Suspend, false) {

@@ -58,11 +58,13 @@ func currentRunView(t *v1alpha1.Task) *cliv1alpha1.TaskRunView {
 	if v.Phase == "" {
 		v.Phase = string(v1alpha1.PhasePending)
 	}
-	for _, typ := range []string{v1alpha1.ConditionFailed, v1alpha1.ConditionReady} {
-		if c := condition(t, typ); c != nil && (typ == v1alpha1.ConditionReady || conditionTrue(t, typ)) {
-			v.Reason, v.Message = v1alpha1.Reason(c.Reason), c.Message
-			break
-		}
+	// Failed says why when it holds, else Ready says where the run stands.
+	c := condition(t, v1alpha1.ConditionReady)
+	if conditionTrue(t, v1alpha1.ConditionFailed) {
+		c = condition(t, v1alpha1.ConditionFailed)
+	}
+	if c != nil {
+		v.Reason, v.Message = v1alpha1.Reason(c.Reason), c.Message
 	}
 	return v
 }
@@ -87,14 +89,11 @@ func historyViews(t *v1alpha1.Task) []cliv1alpha1.TaskRunView {
 	return views
 }
 
-// printRunView prints one run in the -o format.
+// printRunView prints one run in the -o format: the TaskRunView itself
+// for json, yaml and jsonpath=, else as printRunViews prints a run.
 func (a *app) printRunView(v *cliv1alpha1.TaskRunView) error {
-	switch a.output {
-	case "name":
-		_, err := fmt.Fprintf(a.out(), "run/%s\n", v.RunID)
-		return err
-	case "wide":
-		return printRunTable(a.out(), []cliv1alpha1.TaskRunView{*v}, a.now(), tableOptions{wide: true, header: true})
+	if a.output == "name" || a.output == "wide" {
+		return a.printRunViews([]cliv1alpha1.TaskRunView{*v}, true)
 	}
 	return a.printObject(v)
 }
@@ -116,11 +115,14 @@ func (a *app) printRunViews(views []cliv1alpha1.TaskRunView, header bool) error 
 	return a.printObject(&cliv1alpha1.TaskRunViewList{TypeMeta: cliv1alpha1.ListKind, Items: views})
 }
 
-// printObject prints obj (its apiVersion and kind set) as json, yaml or
+// printObject prints obj (its apiVersion and kind set) as json, yaml,
+// name (an API object's kind/name, a List's one per item) or
 // jsonpath=TEMPLATE, with cli-runtime's printers as kubectl get -o does.
 func (a *app) printObject(obj runtime.Object) error {
 	var p printers.ResourcePrinter
 	switch a.output {
+	case "name":
+		p = &printers.NamePrinter{}
 	case "json":
 		p = &printers.JSONPrinter{}
 	case "yaml":
