@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,13 +87,8 @@ func (w writeCount) breakdown(per float64) string { return breakdown(w.core, per
 
 // breakdown prints counts by resource, each divided by per.
 func breakdown(counts map[string]float64, per float64) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s %s", k, fmtNum(counts[k]/per)))
 	}
 	if len(parts) == 0 {

@@ -3,9 +3,10 @@ package fuzz_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,12 +103,7 @@ func (n *notes) flush() {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	keys := make([]string, 0, len(n.seen))
-	for k := range n.seen {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(n.seen)) {
 		kind, detail, _ := strings.Cut(k, "\x00")
 		n.write(map[string]any{"kind": kind, "detail": detail, "count": n.seen[k]})
 	}

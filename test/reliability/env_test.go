@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -268,6 +270,25 @@ func finalPhase(p v1alpha1.TaskPhase) bool {
 	return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed
 }
 
+// waitForTasks waits until at least want Tasks of ns satisfy has; the
+// progress line says how many do and the phases of all.
+func waitForTasks(t *testing.T, limit time.Duration, what string, ns string, op *harness.Operator, want int, has func(*v1alpha1.Task) bool) time.Duration {
+	t.Helper()
+	return harness.Eventually(t, limit, what, note(op), func(ctx context.Context) (bool, string) {
+		ts, err := listTasks(ctx, ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		k := 0
+		for _, task := range ts {
+			if has(task) {
+				k++
+			}
+		}
+		return k >= want, fmt.Sprintf("%d of %d; %s", k, want, phaseCounts(ts))
+	})
+}
+
 // phaseCounts summarises Tasks as "Phase=n ...".
 func phaseCounts(tasks map[string]*v1alpha1.Task) string {
 	counts := map[string]int{}
@@ -278,13 +299,8 @@ func phaseCounts(tasks map[string]*v1alpha1.Task) string {
 		}
 		counts[p]++
 	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s=%d", k, counts[k]))
 	}
 	return strings.Join(parts, " ")

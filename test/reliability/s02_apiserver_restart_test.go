@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/test/harness"
 )
 
@@ -54,18 +55,8 @@ func TestS02APIServerRestart(t *testing.T) {
 	want := map[string]oneShotWant{}
 	start := time.Now()
 	createAll(t, failoverTasks(ns, "load", n, want))
-	harness.Eventually(t, 2*time.Minute, "a third of the Tasks to have started", note(op), func(ctx context.Context) (bool, string) {
-		ts, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
-		k := 0
-		for _, task := range ts {
-			if task.Status.Attempts > 0 {
-				k++
-			}
-		}
-		return k >= n/3, phaseCounts(ts)
+	waitForTasks(t, 2*time.Minute, "a third of the Tasks to have started", ns, op, n/3, func(task *v1alpha1.Task) bool {
+		return task.Status.Attempts > 0
 	})
 	before, _ := listTasks(ctxFor(t, 10*time.Second), ns)
 	logOffset := len(op.Log())

@@ -184,18 +184,8 @@ func TestS07NamespaceDeletion(t *testing.T) {
 		createAll(t, tasks)
 		// Retrying Tasks start an attempt every ~2 s: delete them while
 		// they do, at random moments.
-		harness.Eventually(t, 2*time.Minute, "every Task to have a Job", note(op), func(ctx context.Context) (bool, string) {
-			all, err := listTasks(ctx, ns)
-			if err != nil {
-				return false, err.Error()
-			}
-			k := 0
-			for _, task := range all {
-				if task.Status.Attempts >= 1 {
-					k++
-				}
-			}
-			return k == n, phaseCounts(all)
+		waitForTasks(t, 2*time.Minute, "every Task to have a Job", ns, op, n, func(task *v1alpha1.Task) bool {
+			return task.Status.Attempts >= 1
 		})
 		deletedAt := map[string]time.Time{}
 		for _, task := range tasks {

@@ -42,18 +42,8 @@ func TestS08IdleWrites(t *testing.T) {
 	createAll(t, tasks)
 	op := s.startOperator(t, "op", true)
 	started := time.Now()
-	harness.Eventually(t, 2*time.Minute, "the idle namespace's Tasks to be Scheduled or Succeeded", note(op), func(ctx context.Context) (bool, string) {
-		all, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
-		k := 0
-		for _, task := range all {
-			if task.Status.Phase == v1alpha1.PhaseScheduled || task.Status.Phase == v1alpha1.PhaseSucceeded {
-				k++
-			}
-		}
-		return k == len(tasks), phaseCounts(all)
+	waitForTasks(t, 2*time.Minute, "the idle namespace's Tasks to be Scheduled or Succeeded", ns, op, len(tasks), func(task *v1alpha1.Task) bool {
+		return task.Status.Phase == v1alpha1.PhaseScheduled || task.Status.Phase == v1alpha1.PhaseSucceeded
 	})
 	// Settle: the first pass over every Task of the cluster (and anything
 	// the earlier scenarios left in motion) is over when the counter

@@ -3,7 +3,6 @@
 package reliability
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -43,18 +42,8 @@ func TestS14APIServerRestartWhileRunsEndLosesNoNotification(t *testing.T) {
 	}
 	start := time.Now()
 	createAll(t, tasks)
-	harness.Eventually(t, 2*time.Minute, "every Task to have started", note(op), func(ctx context.Context) (bool, string) {
-		ts, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
-		k := 0
-		for _, task := range ts {
-			if task.Status.Attempts > 0 || len(task.Status.Active) > 0 {
-				k++
-			}
-		}
-		return k == n, phaseCounts(ts)
+	waitForTasks(t, 2*time.Minute, "every Task to have started", ns, op, n, func(task *v1alpha1.Task) bool {
+		return task.Status.Attempts > 0 || len(task.Status.Active) > 0
 	})
 	stopAt := time.Now()
 	args := stopAPIServer(t)
@@ -63,18 +52,8 @@ func TestS14APIServerRestartWhileRunsEndLosesNoNotification(t *testing.T) {
 	readyIn := startAPIServer(t, args)
 	s.excuse(startAt, time.Now().Add(5*time.Second))
 
-	sent := harness.Eventually(t, 5*time.Minute, "every notification Sent", note(op), func(ctx context.Context) (bool, string) {
-		ts, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
-		k := 0
-		for _, task := range ts {
-			if len(task.Status.History) > 0 && task.Status.History[0].Notification == v1alpha1.NotificationSent {
-				k++
-			}
-		}
-		return k == n, fmt.Sprintf("%d of %d Sent; %s", k, n, phaseCounts(ts))
+	sent := waitForTasks(t, 5*time.Minute, "every notification Sent", ns, op, n, func(task *v1alpha1.Task) bool {
+		return len(task.Status.History) > 0 && task.Status.History[0].Notification == v1alpha1.NotificationSent
 	})
 
 	seen := jobs.All(t)
