@@ -192,34 +192,26 @@ func (r *JobRecorder) add(job *batchv1.Job, deleted bool) {
 // StartOrder is the Tasks of the Jobs seen, in the order each Job was
 // first seen running (not held suspended).
 func (r *JobRecorder) StartOrder() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.startOrder...)
+	return locked(&r.mu, func() []string { return append([]string(nil), r.startOrder...) })
 }
 
 // MaxRunning is the most active Jobs not held suspended at any Job event
 // seen: what a Kueue quota caps.
 func (r *JobRecorder) MaxRunning() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.maxRunning
+	return locked(&r.mu, func() int { return r.maxRunning })
 }
 
 // MaxActive is the most Jobs whose attempt was active (a Job that exists
 // and has not finished or been stopped) at any Job event seen: what a
 // queue's maxRunning caps.
 func (r *JobRecorder) MaxActive() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.maxActive
+	return locked(&r.mu, func() int { return r.maxActive })
 }
 
 // Order is the Tasks of the Jobs seen, in the order their Jobs were first
 // seen (created).
 func (r *JobRecorder) Order() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.order...)
+	return locked(&r.mu, func() []string { return append([]string(nil), r.order...) })
 }
 
 // Stop stops recording (idempotent).
@@ -412,16 +404,12 @@ func (m *StatusMonitor) Stop() {
 
 // Problems are the steps backwards seen so far.
 func (m *StatusMonitor) Problems() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.problems...)
+	return locked(&m.mu, func() []string { return append([]string(nil), m.problems...) })
 }
 
 // Events counts the Task versions seen.
 func (m *StatusMonitor) Events() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.events
+	return locked(&m.mu, func() int { return m.events })
 }
 
 // Check stops the monitor and reports what it saw go backwards.
@@ -431,4 +419,11 @@ func (m *StatusMonitor) Check(t testing.TB) {
 	for _, p := range m.Problems() {
 		t.Errorf("status went backwards: %s", p)
 	}
+}
+
+// locked reads a recorder's field under its mutex.
+func locked[T any](mu *sync.Mutex, get func() T) T {
+	mu.Lock()
+	defer mu.Unlock()
+	return get()
 }

@@ -237,9 +237,7 @@ func (o *Operator) Alive() bool {
 
 // ExitErr is how the process last exited (nil: code 0, or never exited).
 func (o *Operator) ExitErr() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
+	return locked(&o.mu, func() error { return o.err })
 }
 
 // PID is the process id of the current (or last) process, 0 before Start.
@@ -254,9 +252,7 @@ func (o *Operator) PID() int {
 
 // Starts counts the starts so far.
 func (o *Operator) Starts() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.starts
+	return locked(&o.mu, func() int { return o.starts })
 }
 
 // MetricsURL is the current process's /metrics URL ("" without Metrics).
