@@ -22,7 +22,7 @@ func slowAttempt(t *testing.T, deadline int64) (*v1alpha1.Task, batchv1.Job, *co
 	t.Helper()
 	fakeClock.SetTime(time.Now())
 	ns := newNamespace(t)
-	task := newTask(ns, "slow", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To(deadline) })
+	task := newTask(ns, "slow", testutil.ActiveDeadline(deadline))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
@@ -93,7 +93,7 @@ func TestAnAttemptTheJobControllerFailsForItsDeadlineKeepsWhatItsStillRunningPod
 func TestAnAttemptFailedForItsDeadlineWithNoPodLeftKeepsTheJobsMessage(t *testing.T) {
 	fakeClock.SetTime(time.Now())
 	ns := newNamespace(t)
-	task := newTask(ns, "gone", func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To[int64](600) })
+	task := newTask(ns, "gone", testutil.ActiveDeadline(600))
 	must(t, k8s.Create(ctx, task))
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.FailingJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))

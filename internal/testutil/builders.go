@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,6 +73,42 @@ func StartTimeout(seconds int32) TaskOpt {
 // ActiveDeadline sets the per-attempt deadline.
 func ActiveDeadline(seconds int64) TaskOpt {
 	return func(t *v1alpha1.Task) { t.Spec.ActiveDeadlineSeconds = ptr.To(seconds) }
+}
+
+// CapacityTimeout sets capacityTimeoutSeconds.
+func CapacityTimeout(seconds int32) TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.CapacityTimeoutSeconds = ptr.To(seconds) }
+}
+
+// Requests adds resource requests, name and quantity in turn
+// (Requests("cpu", "1", "memory", "16Mi")).
+func Requests(nameQuantity ...string) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		if t.Spec.Resources == nil {
+			t.Spec.Resources = &v1alpha1.Resources{}
+		}
+		t.Spec.Resources.Requests = addQuantities(t.Spec.Resources.Requests, nameQuantity)
+	}
+}
+
+// Limits adds resource limits, name and quantity in turn.
+func Limits(nameQuantity ...string) TaskOpt {
+	return func(t *v1alpha1.Task) {
+		if t.Spec.Resources == nil {
+			t.Spec.Resources = &v1alpha1.Resources{}
+		}
+		t.Spec.Resources.Limits = addQuantities(t.Spec.Resources.Limits, nameQuantity)
+	}
+}
+
+func addQuantities(to corev1.ResourceList, nameQuantity []string) corev1.ResourceList {
+	if to == nil {
+		to = corev1.ResourceList{}
+	}
+	for i := 0; i+1 < len(nameQuantity); i += 2 {
+		to[corev1.ResourceName(nameQuantity[i])] = resource.MustParse(nameQuantity[i+1])
+	}
+	return to
 }
 
 // Schedule makes it a cron Task.

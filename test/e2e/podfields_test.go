@@ -81,8 +81,7 @@ func TestCronContextNonRetryableExitCodesAndAnUnmatchedNodeSelector(t *testing.T
 		func(task *v1alpha1.Task) { task.Spec.NonRetryableExitCodes = []int32{64, 65} }))
 	nowhere := func(task *v1alpha1.Task) { task.Spec.NodeSelector = map[string]string{"pool": "does-not-exist"} }
 	create(t, testutil.NewTask(ns, "nowhere", testutil.StartTimeout(5), nowhere))
-	create(t, testutil.NewTask(ns, "nowhere-bounded", testutil.StartTimeout(5), nowhere,
-		func(task *v1alpha1.Task) { task.Spec.CapacityTimeoutSeconds = ptr.To[int32](8) }))
+	create(t, testutil.NewTask(ns, "nowhere-bounded", testutil.StartTimeout(5), nowhere, testutil.CapacityTimeout(8)))
 	created := time.Now()
 
 	kubectlWait(t, ns, "condition=Finished", "task/bad-input", 90*time.Second)

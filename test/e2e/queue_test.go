@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -106,9 +105,7 @@ func TestAnAttemptAResourceQuotaRefusesWaitsForCapacityInsteadOfFailing(t *testi
 	// parallel tests a pod once took more than 5 s from creation to
 	// Running, and the attempt then failed StartTimeout.
 	create(t, testutil.NewTask(ns, "patient", testutil.StartTimeout(20), testutil.Shell(`echo "ran once there was room"`)))
-	create(t, testutil.NewTask(ns, "bounded", testutil.StartTimeout(5), testutil.Shell("true"), func(task *v1alpha1.Task) {
-		task.Spec.CapacityTimeoutSeconds = ptr.To[int32](15)
-	}))
+	create(t, testutil.NewTask(ns, "bounded", testutil.StartTimeout(5), testutil.Shell("true"), testutil.CapacityTimeout(15)))
 
 	eventually(t, 60*time.Second, "patient waits for capacity", func(ctx context.Context) (bool, string) {
 		task, err := harness.GetTask(ctx, env.c, ns, "patient")

@@ -31,15 +31,11 @@ func TestRealFailuresReachLastError(t *testing.T) {
 	t.Parallel()
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-real-fail")
-	oom := func(task *v1alpha1.Task) {
-		task.Spec.Resources = &v1alpha1.Resources{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}}
-	}
+	oom := testutil.Limits("memory", "16Mi")
 	missingSecret := func(task *v1alpha1.Task) {
 		task.Spec.Env = []v1alpha1.EnvVar{{Name: "PASSWORD", ValueFrom: &v1alpha1.EnvVarSource{SecretKeyRef: &v1alpha1.KeySelector{Name: "no-such-secret", Key: "password"}}}}
 	}
-	overLimitRange := func(task *v1alpha1.Task) {
-		task.Spec.Resources = &v1alpha1.Resources{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
-	}
+	overLimitRange := testutil.Limits("cpu", "2")
 	cases := []struct {
 		name string
 		opts []testutil.TaskOpt

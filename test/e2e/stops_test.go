@@ -11,7 +11,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,10 +67,9 @@ func TestAStoppedAttemptOfAPlainSleepEndsWithinSeconds(t *testing.T) {
 		// index 1 waits for capacity until capacityTimeoutSeconds stops the
 		// attempt, running pod and all.
 		name: "capacity-timeout",
-		opts: []testutil.TaskOpt{testutil.Replicas(2), func(t *v1alpha1.Task) {
-			t.Spec.CapacityTimeoutSeconds = ptr.To[int32](60) // long enough for index 0 to get a node while other tests hold CPU
-			t.Spec.Resources = &v1alpha1.Resources{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1200m")}}
-		}},
+		opts: []testutil.TaskOpt{testutil.Replicas(2), testutil.Requests("cpu", "1200m"),
+			testutil.CapacityTimeout(60), // long enough for index 0 to get a node while other tests hold CPU
+		},
 		reason: v1alpha1.AttemptCapacityTimeout,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,9 +81,7 @@ func kueueTask(ns, name, priorityClass string, seconds int) *v1alpha1.Task {
 	return testutil.NewTask(ns, name,
 		testutil.Label(v1alpha1.LabelKueueQueueName, "team"), testutil.Label(v1alpha1.LabelKueuePriorityClass, priorityClass),
 		testutil.PodAnnotations(harness.SimDuration, fmt.Sprint(seconds)), testutil.StartTimeout(5),
-		func(t *v1alpha1.Task) {
-			t.Spec.Resources = &v1alpha1.Resources{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
-		})
+		testutil.Requests("cpu", "1"))
 }
 
 func newNamespace(t *testing.T, prefix string) string {

@@ -75,9 +75,7 @@ func dispatchedTask(ns, name string, seconds int, opts ...testutil.TaskOpt) *v1a
 	base := []testutil.TaskOpt{
 		testutil.Label(v1alpha1.LabelKueueQueueName, "team"), testutil.Label(v1alpha1.LabelDispatch, v1alpha1.DispatchMultiKueue),
 		testutil.PodAnnotations(harness.SimDuration, fmt.Sprint(seconds)), testutil.StartTimeout(60),
-		func(t *v1alpha1.Task) {
-			t.Spec.Resources = &v1alpha1.Resources{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
-		},
+		testutil.Requests("cpu", "1"),
 	}
 	return testutil.NewTask(ns, name, append(base, opts...)...)
 }

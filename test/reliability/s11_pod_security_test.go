@@ -86,7 +86,7 @@ func TestS11PodSecurity(t *testing.T) {
 			task.Spec.PodMetadata = &v1alpha1.PodMetadata{Labels: map[string]string{"team": "reliability"}}
 		}),
 		testutil.NewTask(ns, "shell-serviceaccount", func(task *v1alpha1.Task) { task.Spec.ServiceAccountName = "runner" }),
-		testutil.NewTask(ns, "shell-deadline", func(task *v1alpha1.Task) { task.Spec.ActiveDeadlineSeconds = ptr.To[int64](60) }),
+		testutil.NewTask(ns, "shell-deadline", testutil.ActiveDeadline(60)),
 		testutil.NewTask(ns, "shell-cron", testutil.Schedule("@every 10s")),
 		httpTask(ns, "http-literal", "https://example.com/", []v1alpha1.HTTPHeader{literalHeader("X-A", "b")}),
 		httpTask(ns, "http-secret", "https://example.com/", []v1alpha1.HTTPHeader{secretHeader("Authorization", "token", "token")}),
