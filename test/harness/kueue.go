@@ -321,6 +321,18 @@ func FreePorts(n int) ([]int, error) {
 // KueueAPI is the Kueue API the suites write (Kueue v0.17 serves v1beta2).
 const KueueAPI = "kueue.x-k8s.io/v1beta2"
 
+// ClusterQueueSpec is the spec of a ClusterQueue for the namespace ns
+// alone, with cpu CPUs of flavor.
+func ClusterQueueSpec(ns, flavor string, cpu int) map[string]any {
+	return map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}},
+		"resourceGroups": []any{map[string]any{
+			"coveredResources": []any{"cpu"},
+			"flavors":          []any{map[string]any{"name": flavor, "resources": []any{map[string]any{"name": "cpu", "nominalQuota": fmt.Sprint(cpu)}}}},
+		}},
+	}
+}
+
 // KueueObject is a Kueue object of kind (cluster-scoped when ns is ""),
 // with fields (spec, ...) at its top level.
 func KueueObject(kind, ns, name string, fields map[string]any) *unstructured.Unstructured {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -48,6 +49,23 @@ func GetTask(ctx context.Context, c client.Client, ns, name string) (*v1alpha1.T
 	task := &v1alpha1.Task{}
 	err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, task)
 	return task, err
+}
+
+// WaitTask polls the Task until ok holds (within limit) and returns it; the
+// progress line names its phase, attempts and Ready condition.
+func WaitTask(t *testing.T, c client.Client, ns, name, what string, limit time.Duration, ok func(*v1alpha1.Task) bool) *v1alpha1.Task {
+	t.Helper()
+	var got *v1alpha1.Task
+	Eventually(t, limit, name+": "+what, nil, func(ctx context.Context) (bool, string) {
+		task, err := GetTask(ctx, c, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		got = task
+		r := Cond(task, v1alpha1.ConditionReady)
+		return ok(task), fmt.Sprintf("phase %s attempts %d Ready %s/%s %q", task.Status.Phase, task.Status.Attempts, r.Status, r.Reason, r.Message)
+	})
+	return got
 }
 
 // Cond is a Task's condition, or one with status "<missing>".

@@ -42,13 +42,7 @@ func clusterQueue(t *testing.T, ns string, cpuQuota int, preempt bool) {
 	t.Helper()
 	flavor := "flavor-" + ns
 	create(t, kueueObject("ResourceFlavor", "", flavor, map[string]any{"spec": map[string]any{}}))
-	spec := map[string]any{
-		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}},
-		"resourceGroups": []any{map[string]any{
-			"coveredResources": []any{"cpu"},
-			"flavors":          []any{map[string]any{"name": flavor, "resources": []any{map[string]any{"name": "cpu", "nominalQuota": fmt.Sprint(cpuQuota)}}}},
-		}},
-	}
+	spec := harness.ClusterQueueSpec(ns, flavor, cpuQuota)
 	if preempt {
 		spec["preemption"] = map[string]any{"withinClusterQueue": "LowerPriority"}
 	}
@@ -110,17 +104,7 @@ func getTask(t *testing.T, ns, name string) *v1alpha1.Task {
 
 func waitTask(t *testing.T, ns, name, what string, ok func(*v1alpha1.Task) bool) *v1alpha1.Task {
 	t.Helper()
-	var got *v1alpha1.Task
-	harness.Eventually(t, 90*time.Second, name+": "+what, nil, func(ctx context.Context) (bool, string) {
-		task, err := harness.GetTask(ctx, env.c, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		got = task
-		c := harness.Cond(task, v1alpha1.ConditionReady)
-		return ok(task), fmt.Sprintf("phase %s attempts %d Ready %s/%s %q", task.Status.Phase, task.Status.Attempts, c.Status, c.Reason, c.Message)
-	})
-	return got
+	return harness.WaitTask(t, env.c, ns, name, what, 90*time.Second, ok)
 }
 
 func succeeded(t *v1alpha1.Task) bool { return t.Status.Phase == v1alpha1.PhaseSucceeded }

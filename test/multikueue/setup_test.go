@@ -33,13 +33,7 @@ import (
 func queues(t *testing.T, ns string, managerCPU int, workerCPU ...int) {
 	t.Helper()
 	cq := func(cpu int, checks bool) *unstructured.Unstructured {
-		spec := map[string]any{
-			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}},
-			"resourceGroups": []any{map[string]any{
-				"coveredResources": []any{"cpu"},
-				"flavors":          []any{map[string]any{"name": flavor, "resources": []any{map[string]any{"name": "cpu", "nominalQuota": fmt.Sprint(cpu)}}}},
-			}},
-		}
+		spec := harness.ClusterQueueSpec(ns, flavor, cpu)
 		if checks {
 			spec["admissionChecksStrategy"] = map[string]any{"admissionChecks": []any{map[string]any{"name": admissionCheck}}}
 		}
@@ -110,17 +104,7 @@ func describe(t *testing.T, ns string) {
 
 func waitTask(t *testing.T, ns, name, what string, within time.Duration, ok func(*v1alpha1.Task) bool) *v1alpha1.Task {
 	t.Helper()
-	var got *v1alpha1.Task
-	harness.Eventually(t, within, name+": "+what, nil, func(ctx context.Context) (bool, string) {
-		task, err := harness.GetTask(ctx, env.c, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		got = task
-		c := harness.Cond(task, v1alpha1.ConditionReady)
-		return ok(task), fmt.Sprintf("phase %s attempts %d Ready %s/%s %q", task.Status.Phase, task.Status.Attempts, c.Status, c.Reason, c.Message)
-	})
-	return got
+	return harness.WaitTask(t, env.c, ns, name, what, within, ok)
 }
 
 func phase(p v1alpha1.TaskPhase) func(*v1alpha1.Task) bool {
