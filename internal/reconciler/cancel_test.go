@@ -24,10 +24,7 @@ func cancelled(x *v1alpha1.Task) bool {
 }
 
 func TestACancelTokenStopsTheRunningAttemptAndTheRunIsCancelledWithoutRetry(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "cancel-me", testutil.MaxRetry(3))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "cancel-me", testutil.MaxRetry(3))
 	waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 
 	setCancel(t, task, "ci-pipeline-123")
@@ -72,10 +69,7 @@ func TestACancelTokenStopsTheRunningAttemptAndTheRunIsCancelledWithoutRetry(t *t
 }
 
 func TestACancelTokenStopsARunWaitingOutItsBackoff(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "cancel-backoff", testutil.MaxRetry(3))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "cancel-backoff", testutil.MaxRetry(3))
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "Job has reached the specified backoff limit"))
 	waitTask(t, task, "phase Retrying", phaseIs(v1alpha1.PhaseRetrying))
 
@@ -96,10 +90,7 @@ func TestACancelTokenStopsARunWaitingOutItsBackoff(t *testing.T) {
 }
 
 func TestACancelTokenPresentAtCreationDoesNothing(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "cancel-at-creation", testutil.Annotation(v1alpha1.AnnotationCancel, "from-the-template"))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "cancel-at-creation", testutil.Annotation(v1alpha1.AnnotationCancel, "from-the-template"))
 	got := waitTask(t, task, "the token recorded", func(x *v1alpha1.Task) bool {
 		return x.Status.LastCancelToken == runs.TokenHash("from-the-template")
 	})

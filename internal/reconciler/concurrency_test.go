@@ -22,10 +22,7 @@ func setSuspend(t *testing.T, task *v1alpha1.Task, on bool) {
 }
 
 func TestRunNowWaitsForTheActiveRunUnderForbid(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "forbid", testutil.Concurrency(v1alpha1.ForbidConcurrent))
-	must(t, k8s.Create(ctx, task))
-	first := waitJobs(t, task, 1)[0]
+	task, first := startTask(t, "forbid", testutil.Concurrency(v1alpha1.ForbidConcurrent))
 	waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 
 	setRunNow(t, task, "later")
@@ -45,10 +42,7 @@ func TestRunNowWaitsForTheActiveRunUnderForbid(t *testing.T) {
 }
 
 func TestRunNowStopsTheActiveRunUnderReplace(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "replace", testutil.Concurrency(v1alpha1.ReplaceConcurrent))
-	must(t, k8s.Create(ctx, task))
-	first := waitJobs(t, task, 1)[0]
+	task, first := startTask(t, "replace", testutil.Concurrency(v1alpha1.ReplaceConcurrent))
 
 	setRunNow(t, task, "now")
 	runID := runs.RunNowID("now")
@@ -109,10 +103,8 @@ func TestASuspendedOneShotTaskWaitsAndARunNowRunsAnyway(t *testing.T) {
 }
 
 func TestDecisionsAreRecordedAsEvents(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "evented", testutil.MaxRetry(1))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "evented", testutil.MaxRetry(1))
+	ns := task.Namespace
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "x"))
 	waitTask(t, task, "phase Retrying", phaseIs(v1alpha1.PhaseRetrying))
 	// The retry's Job gets an AttemptCreated event (a run's first Job none).

@@ -21,10 +21,8 @@ const deadlineMessage = "Job was active longer than specified deadline"
 func slowAttempt(t *testing.T, deadline int64) (*v1alpha1.Task, batchv1.Job, *corev1.Pod) {
 	t.Helper()
 	fakeClock.SetTime(time.Now())
-	ns := newNamespace(t)
-	task := newTask(ns, "slow", testutil.ActiveDeadline(deadline))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "slow", testutil.ActiveDeadline(deadline))
+	ns := task.Namespace
 	pod, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Running())
 	must(t, err)
 	podLogs.Set(ns, pod.Name, "step 1 of 2 done\n")
@@ -92,10 +90,7 @@ func TestAnAttemptTheJobControllerFailsForItsDeadlineKeepsWhatItsStillRunningPod
 // the Job's own message, and the Job is not annotated.
 func TestAnAttemptFailedForItsDeadlineWithNoPodLeftKeepsTheJobsMessage(t *testing.T) {
 	fakeClock.SetTime(time.Now())
-	ns := newNamespace(t)
-	task := newTask(ns, "gone", testutil.ActiveDeadline(600))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "gone", testutil.ActiveDeadline(600))
 	must(t, testutil.FailingJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "DeadlineExceeded", deadlineMessage))
 	failed := waitTask(t, task, "phase Failed", phaseIs(v1alpha1.PhaseFailed))

@@ -79,10 +79,7 @@ func TestAStopAnnotationWrittenByHandStartsNoNextAttempt(t *testing.T) {
 // A Job the operator stopped and someone resumed is stopped again: the
 // Task says Cancelled, and its Job must not run.
 func TestACancelledJobThatIsResumedIsSuspendedAgain(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "resumed", testutil.MaxRetry(3))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "resumed", testutil.MaxRetry(3))
 	waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 	setCancel(t, task, "ci-1")
 	waitTask(t, task, "the run Cancelled", cancelled)

@@ -148,10 +148,8 @@ func TestASentNotificationIsRecordedOnceAndItsJobIsPrunedWithItsRun(t *testing.T
 }
 
 func TestANotificationWhoseJobIsDeletedBeforeItFinishesFailsAndIsNotSentAgain(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "told-gone", testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "told-gone", testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
+	ns := task.Namespace
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
 	note := waitNotification(t, task, runs.OneShot)
 	waitTask(t, task, "notification Pending", func(x *v1alpha1.Task) bool {
@@ -354,14 +352,22 @@ func TestARefusedNotificationJobNeverHoldsBackTheResult(t *testing.T) {
 	if c := condition(got, v1alpha1.ConditionFinished); c == nil || c.Status != metav1.ConditionTrue {
 		t.Fatalf("Finished %+v", c)
 	}
+	notificationGaveUp(t, res, task, recorder, "exceeded quota: jobs")
+}
+
+// notificationGaveUp checks that a refused notification is over: no
+// notification Job, no retry within a minute, one NotificationFailed event
+// naming the cause.
+func notificationGaveUp(t *testing.T, res reconcile.Result, task *v1alpha1.Task, recorder *events.FakeRecorder, cause string) {
+	t.Helper()
 	if n := len(notificationJobs(t, task)); n != 0 {
-		t.Fatalf("%d notification Jobs past the quota", n)
+		t.Fatalf("%d notification Jobs", n)
 	}
 	if res.RequeueAfter != 0 && res.RequeueAfter < time.Minute {
 		t.Fatalf("the refused notification is retried after %s", res.RequeueAfter)
 	}
 	notes := eventsOf(recorder, v1alpha1.EventNotificationFailed)
-	if len(notes) != 1 || !strings.Contains(notes[0], "exceeded quota: jobs") {
-		t.Fatalf("NotificationFailed events %q, want one naming the quota", notes)
+	if len(notes) != 1 || !strings.Contains(notes[0], cause) {
+		t.Fatalf("NotificationFailed events %q, want one naming %q", notes, cause)
 	}
 }

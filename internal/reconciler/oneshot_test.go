@@ -78,10 +78,7 @@ func TestAShellTaskRunsAsOneJobAndSucceeds(t *testing.T) {
 }
 
 func TestAnUnchangedTaskCostsNoWrites(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "idle")
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "idle")
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	done := waitTask(t, task, "phase Succeeded", phaseIs(ok))
 
@@ -101,10 +98,7 @@ func TestAnUnchangedTaskCostsNoWrites(t *testing.T) {
 }
 
 func TestAFailedAttemptIsRetriedAfterItsBackoffAndThenSucceeds(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "flaky", testutil.MaxRetry(2))
-	must(t, k8s.Create(ctx, task))
-	first := waitJobs(t, task, 1)[0]
+	task, first := startTask(t, "flaky", testutil.MaxRetry(2))
 
 	failedAt := fakeClock.Now().Truncate(time.Second)
 	_, err := testutil.PodOf(ctx, k8s, &first, 0, testutil.Terminated(3, "connection refused by db"))
@@ -194,10 +188,7 @@ func TestExhaustedRetriesFailTheTaskWithTheLastReasonAndOutput(t *testing.T) {
 }
 
 func TestTheRunnersBadRequestExitIsNotRetried(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "bad-request", testutil.HTTP("https://example.test/hook"), testutil.MaxRetry(3))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "bad-request", testutil.HTTP("https://example.test/hook"), testutil.MaxRetry(3))
 	if job.Spec.Template.Spec.Containers[0].Image != "runner:test" {
 		t.Fatalf("http Task image %s", job.Spec.Template.Spec.Containers[0].Image)
 	}
@@ -238,10 +229,7 @@ func TestAnAttemptWhosePodCannotStartIsStoppedAfterTheStartTimeout(t *testing.T)
 }
 
 func TestReplicasRunAsOneIndexedJob(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "wide", testutil.Replicas(5))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "wide", testutil.Replicas(5))
 	if *job.Spec.Completions != 5 || *job.Spec.Parallelism != 5 || *job.Spec.CompletionMode != batchv1.IndexedCompletion {
 		t.Fatalf("completions %d parallelism %d", *job.Spec.Completions, *job.Spec.Parallelism)
 	}
@@ -250,10 +238,7 @@ func TestReplicasRunAsOneIndexedJob(t *testing.T) {
 }
 
 func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "rerun", testutil.Annotation(v1alpha1.AnnotationRunNow, "at-creation"))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "rerun", testutil.Annotation(v1alpha1.AnnotationRunNow, "at-creation"))
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	done := waitTask(t, task, "phase Succeeded", phaseIs(ok))
 	if done.Status.LastRunNowToken != runs.TokenHash("at-creation") {
@@ -291,10 +276,7 @@ func TestRunNowReRunsAFinishedTaskOnceAndATokenPresentAtCreationDoesNot(t *testi
 }
 
 func TestDeletingATaskDeletesItsActiveJobsAndLetsItGo(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "doomed-delete", testutil.Replicas(2))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "doomed-delete", testutil.Replicas(2))
 	must(t, testutil.StartJob(ctx, k8s, &job, fakeClock.Now()))
 	// The finalizer comes with the first status write, which the pass that
 	// created the Job leaves to the next one; deleted before it, the Task

@@ -135,16 +135,7 @@ func TestANotificationStillRefusedAtItsDeadlineFailsWithTheLastReason(t *testing
 	if h.Notification != v1alpha1.NotificationFailed || !strings.Contains(h.Message, "failed calling webhook") {
 		t.Fatalf("history %+v, want the notification Failed with the webhook's refusal in the message", h)
 	}
-	if n := len(notificationJobs(t, task)); n != 0 {
-		t.Fatalf("%d notification Jobs", n)
-	}
-	if res.RequeueAfter != 0 && res.RequeueAfter < time.Minute {
-		t.Fatalf("a failed notification is tried again after %s", res.RequeueAfter)
-	}
-	notes := eventsOf(recorder, v1alpha1.EventNotificationFailed)
-	if len(notes) != 1 || !strings.Contains(notes[0], "failed calling webhook") {
-		t.Fatalf("NotificationFailed events %q, want one naming the webhook", notes)
-	}
+	notificationGaveUp(t, res, task, recorder, "failed calling webhook")
 }
 
 // A Task deleted while its notification waits out an outage keeps its
@@ -153,10 +144,8 @@ func TestANotificationStillRefusedAtItsDeadlineFailsWithTheLastReason(t *testing
 // goes.
 func TestADeletedTaskSendsTheNotificationAnOutageHeldBackBeforeItGoes(t *testing.T) {
 	fakeClock.SetTime(time.Now())
-	ns := newNamespace(t)
-	task := newTask(ns, "told-on-delete", testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "told-on-delete", testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
+	ns := task.Namespace
 	endOutage := testutil.WebhookOutage(t, k8s, ns, notificationJobsOnly)
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
 	waitTask(t, task, "the run Failed, its notification Pending", func(x *v1alpha1.Task) bool {

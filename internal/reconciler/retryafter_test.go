@@ -11,10 +11,7 @@ import (
 )
 
 func TestAnHTTPAttemptThrottledWithRetryAfterIsRetriedNoSoonerThanTheServerAsked(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "throttled", testutil.HTTP("https://example.com/hook"), testutil.Retries(2, 1, 300, 2))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "throttled", testutil.HTTP("https://example.com/hook"), testutil.Retries(2, 1, 300, 2))
 	failedAt := fakeClock.Now().Truncate(time.Second)
 	msg := "result:    unexpected status (exit 1)\nstatus:    503 Service Unavailable (expected any 2xx)\n" +
 		httprunner.ResultDataPrefix + `{"retryAfterSeconds":30}` + "\n"

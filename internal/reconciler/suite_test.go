@@ -45,6 +45,7 @@ var (
 	manualReconciler = opsuite.ManualReconciler
 	newNamespace     = opsuite.NewNamespace
 	newTask          = opsuite.NewTask
+	startTask        = opsuite.StartTask
 	eventually       = opsuite.Eventually
 	getTask          = opsuite.GetTask
 	waitNextSchedule = opsuite.WaitNextSchedule

@@ -19,10 +19,7 @@ import (
 // child Job is deleted or relabelled").
 
 func TestADeletedActiveJobCountsAsAFailedAttemptAndTheNextStartsAtOnce(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "deleted", testutil.MaxRetry(2))
-	must(t, k8s.Create(ctx, task))
-	first := waitJobs(t, task, 1)[0]
+	task, first := startTask(t, "deleted", testutil.MaxRetry(2))
 	waitTask(t, task, "attempt 1 recorded", func(t *v1alpha1.Task) bool { return t.Status.Attempts == 1 && len(t.Status.Active) == 1 })
 
 	deleteJob(t, &first)
@@ -45,10 +42,7 @@ func TestADeletedActiveJobCountsAsAFailedAttemptAndTheNextStartsAtOnce(t *testin
 }
 
 func TestDeletingTheJobOfTheLastAllowedAttemptFailsTheRun(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "deleted-last")
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "deleted-last")
 	waitTask(t, task, "attempt 1 recorded", func(t *v1alpha1.Task) bool { return t.Status.Attempts == 1 && len(t.Status.Active) == 1 })
 
 	deleteJob(t, &job)
@@ -66,10 +60,7 @@ func TestDeletingTheJobOfTheLastAllowedAttemptFailsTheRun(t *testing.T) {
 }
 
 func TestDeletingTheSecondAttemptsJobStartsTheThirdNotTheSecondAgain(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "deleted-second", testutil.MaxRetry(3))
-	must(t, k8s.Create(ctx, task))
-	first := waitJobs(t, task, 1)[0]
+	task, first := startTask(t, "deleted-second", testutil.MaxRetry(3))
 	// Failed long enough ago that the backoff has passed.
 	must(t, testutil.FailJob(ctx, k8s, &first, fakeClock.Now().Add(-time.Hour), "BackoffLimitExceeded", "pod failed"))
 	waitTask(t, task, "attempt 2 recorded", func(t *v1alpha1.Task) bool { return t.Status.Attempts == 2 && len(t.Status.Active) == 1 })
@@ -86,10 +77,7 @@ func TestDeletingTheSecondAttemptsJobStartsTheThirdNotTheSecondAgain(t *testing.
 }
 
 func TestAJobThatLostItsLabelsGetsThemBackAndStillCounts(t *testing.T) {
-	ns := newNamespace(t)
-	task := newTask(ns, "relabelled", testutil.MaxRetry(2))
-	must(t, k8s.Create(ctx, task))
-	job := waitJobs(t, task, 1)[0]
+	task, job := startTask(t, "relabelled", testutil.MaxRetry(2))
 	waitTask(t, task, "attempt 1 recorded", func(t *v1alpha1.Task) bool { return t.Status.Attempts == 1 && len(t.Status.Active) == 1 })
 
 	patch := client.MergeFrom(job.DeepCopy())

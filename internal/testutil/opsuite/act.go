@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,8 +98,17 @@ func Must(t *testing.T, err error) {
 	}
 }
 
-// finishOne completes the one active Job of the namespace's Tasks named
-// name and returns it.
+// StartTask creates a Task named name (built by NewTask with opts) in a
+// new namespace and waits for its first Job, which it returns.
+func StartTask(t *testing.T, name string, opts ...testutil.TaskOpt) (*v1alpha1.Task, batchv1.Job) {
+	t.Helper()
+	task := NewTask(NewNamespace(t), name, opts...)
+	Must(t, K8s.Create(Ctx, task))
+	return task, WaitJobs(t, task, 1)[0]
+}
+
+// CompleteTaskJob completes the Task's one Job and waits for the Task to
+// succeed.
 func CompleteTaskJob(t *testing.T, task *v1alpha1.Task) {
 	t.Helper()
 	js := WaitJobs(t, task, 1)
