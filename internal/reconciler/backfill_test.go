@@ -24,8 +24,7 @@ func TestABackfillRunsEachSlotOnceOneAfterTheOther(t *testing.T) {
 			want = append(want, s)
 		}
 	}
-	task := newTask(ns, "report", testutil.Schedule("*/5 * * * *"))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "report", testutil.Schedule("*/5 * * * *"))
 	waitTask(t, task, "the first pass", func(x *v1alpha1.Task) bool { return x.Status.NextScheduleTime != nil })
 
 	setAnnotation(t, task, v1alpha1.AnnotationBackfillRange, from.Format(time.RFC3339)+"/"+to.Format(time.RFC3339))
@@ -115,10 +114,8 @@ func TestABackfillGoesThroughTheQueue(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
 	t.Cleanup(func() { fakeClock.SetTime(time.Now()) })
-	q := testutil.NewTaskQueue(ns, "one", 1)
-	must(t, k8s.Create(ctx, q))
-	blocker := newTask(ns, "blocker", testutil.Queue("one"))
-	must(t, k8s.Create(ctx, blocker))
+	createQueue(t, ns, "one", 1)
+	blocker := createTask(t, ns, "blocker", testutil.Queue("one"))
 	waitJobs(t, blocker, 1)
 
 	now := fakeClock.Now().UTC().Truncate(time.Minute)

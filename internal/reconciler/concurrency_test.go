@@ -60,8 +60,7 @@ func TestRunNowStopsTheActiveRunUnderReplace(t *testing.T) {
 
 func TestRunNowOverlapsTheActiveRunUnderAllow(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "allow", testutil.Concurrency(v1alpha1.AllowConcurrent))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "allow", testutil.Concurrency(v1alpha1.AllowConcurrent))
 	waitJobs(t, task, 1)
 	setRunNow(t, task, "parallel")
 	got := waitTask(t, task, "two active runs", func(x *v1alpha1.Task) bool { return len(x.Status.Active) == 2 })
@@ -72,8 +71,7 @@ func TestRunNowOverlapsTheActiveRunUnderAllow(t *testing.T) {
 
 func TestASuspendedOneShotTaskWaitsAndARunNowRunsAnyway(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "paused", testutil.Suspend(true))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "paused", testutil.Suspend(true))
 	got := waitTask(t, task, "phase Suspended", phaseIs(v1alpha1.PhaseSuspended))
 	if c := condition(got, v1alpha1.ConditionReconciling); c == nil || c.Status != T {
 		t.Fatalf("a suspended one-shot Task with its run unfinished must be Reconciling: %s", statusSummary(got))

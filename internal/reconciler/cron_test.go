@@ -225,8 +225,7 @@ func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
 	// A reversed range: admission cannot tell, the parser can.
-	task := newTask(ns, "bad-cron", testutil.Schedule("5-1 * * * *"))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "bad-cron", testutil.Schedule("5-1 * * * *"))
 	bad := waitTask(t, task, "InvalidSchedule", phaseIs(v1alpha1.PhaseFailed))
 	assertConditions(t, bad, F, T, F, T)
 	if c := condition(bad, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonInvalidSchedule) || !strings.Contains(c.Message, "spec.schedule") {
@@ -252,8 +251,7 @@ func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 func TestACrashBetweenASlotsJobAndItsStatusMakesNoSecondJob(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "cron-crash", manual, testutil.Schedule("*/5 * * * *"))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "cron-crash", manual, testutil.Schedule("*/5 * * * *"))
 	first := reconcileUntil(t, task, "phase Scheduled", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseScheduled })
 	slot := first.Status.NextScheduleTime.Time
 	fakeClock.SetTime(slot.Add(time.Second))
@@ -295,8 +293,7 @@ func hasEvent(t *testing.T, task *v1alpha1.Task, reason v1alpha1.Reason, text st
 func TestMissedSlotsAreReportedWhenTheWriteOfThePassThatStartedTheNewestIsLost(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "cron-missed-crash", manual, testutil.Schedule("*/5 * * * *"))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "cron-missed-crash", manual, testutil.Schedule("*/5 * * * *"))
 	first := reconcileUntil(t, task, "phase Scheduled", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseScheduled })
 	newest := first.Status.NextScheduleTime.Time.Add(25 * time.Minute)
 	fakeClock.SetTime(newest.Add(30 * time.Second))

@@ -24,8 +24,7 @@ const foreignFinalizer = "audit.example.com/keep"
 func deleteAfterNotification(t *testing.T, name string) (*v1alpha1.Task, string) {
 	t.Helper()
 	fakeClock.SetTime(time.Now())
-	task := newTask(newNamespace(t), name, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnSucceeded))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, newNamespace(t), name, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnSucceeded))
 	job := waitJobs(t, task, 1)[0]
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	note := waitNotification(t, task, runs.OneShot)

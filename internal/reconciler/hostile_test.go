@@ -34,8 +34,7 @@ import (
 // the history that recorded the failure decides, not the Jobs alone.
 func TestRaisingMaxRetryAfterARunFailedStartsNoAttempt(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "no-reopen", manual, testutil.MaxRetry(0))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "no-reopen", manual, testutil.MaxRetry(0))
 	reconcileUntil(t, task, "the first Job", func(*v1alpha1.Task) bool { return len(jobsOf(t, task)) == 1 })
 	job := jobsOf(t, task)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
@@ -59,8 +58,7 @@ func TestRaisingMaxRetryAfterARunFailedStartsNoAttempt(t *testing.T) {
 // Job, it neither ends the attempt nor starts the next one.
 func TestAStopAnnotationWrittenByHandStartsNoNextAttempt(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "hand-stopped", manual, testutil.MaxRetry(2))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "hand-stopped", manual, testutil.MaxRetry(2))
 	reconcileUntil(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
 	job := jobsOf(t, task)[0]
 	patchJob(t, &job, map[string]any{"metadata": map[string]any{"annotations": map[string]string{
@@ -129,16 +127,13 @@ func patchJob(t *testing.T, job *batchv1.Job, patch map[string]any) {
 // script may still run.
 func TestAStoppedAttemptHoldsItsQueuePlaceUntilItsPodsAreGone(t *testing.T) {
 	ns := newNamespace(t)
-	q := testutil.NewTaskQueue(ns, "one", 1)
-	must(t, k8s.Create(ctx, q))
-	first := newTask(ns, "first", testutil.Queue("one"))
-	must(t, k8s.Create(ctx, first))
+	q := createQueue(t, ns, "one", 1)
+	first := createTask(t, ns, "first", testutil.Queue("one"))
 	job := waitJobs(t, first, 1)[0]
 	// The Job controller (not in envtest) would count its running pod.
 	job.Status.Active, job.Status.StartTime = 1, &metav1.Time{Time: fakeClock.Now()}
 	must(t, k8s.Status().Update(ctx, &job))
-	second := newTask(ns, "second", testutil.Queue("one"))
-	must(t, k8s.Create(ctx, second))
+	second := createTask(t, ns, "second", testutil.Queue("one"))
 	waitTask(t, second, "second queued", queuedAs(v1alpha1.ReasonQueued))
 
 	setCancel(t, first, "ci-1")
@@ -179,8 +174,7 @@ func waitJob(t *testing.T, job *batchv1.Job, what string, ok func(*batchv1.Job) 
 // attempt gets the new name: never a second Job for one attempt.
 func TestAJobUnderTheLegacyNameOfACutTaskNameIsStillItsAttempt(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "ci-build-pipeline-for-the-billing-service-run-000000000012", manual, testutil.MaxRetry(1))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "ci-build-pipeline-for-the-billing-service-run-000000000012", manual, testutil.MaxRetry(1))
 	stored := getTask(t, task)
 	if jobs.LegacyName(stored, "0", 1) == jobs.Name(stored, "0", 1) {
 		t.Fatal("the Task name is not cut; the test needs a longer one")
@@ -209,8 +203,7 @@ func TestAJobUnderTheLegacyNameOfACutTaskNameIsStillItsAttempt(t *testing.T) {
 // starts.
 func TestAForeignJobUnderTheAttemptsNameIsJobRefusedAndRecheckedSlowly(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "squatted", manual)
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "squatted", manual)
 	stored := getTask(t, task)
 	foreign := foreignJob(ns, jobs.Name(stored, "0", 1), nil)
 	must(t, k8s.Create(ctx, foreign))
@@ -245,8 +238,7 @@ func TestAPolicyOrAQuotaRefusingTheJobIsAConditionNotALoop(t *testing.T) {
 	t.Run("policy", func(t *testing.T) {
 		ns := newNamespace(t)
 		denyJobs(t, ns)
-		task := newTask(ns, "denied", manual)
-		must(t, k8s.Create(ctx, task))
+		task := createTask(t, ns, "denied", manual)
 		got := reconcileUntil(t, task, "JobRefused", readyReasonIs(v1alpha1.ReasonJobRefused))
 		if c := condition(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, "jobs are frozen here") || got.Status.Phase != v1alpha1.PhasePending {
 			t.Fatalf("Ready %+v, phase %s", c, got.Status.Phase)
@@ -255,8 +247,7 @@ func TestAPolicyOrAQuotaRefusingTheJobIsAConditionNotALoop(t *testing.T) {
 	t.Run("quota", func(t *testing.T) {
 		ns := newNamespace(t)
 		fillJobsQuota(t, ns)
-		task := newTask(ns, "over-quota", manual)
-		must(t, k8s.Create(ctx, task))
+		task := createTask(t, ns, "over-quota", manual)
 		got := reconcileUntil(t, task, "WaitingForCapacity", readyReasonIs(v1alpha1.ReasonWaitingForCapacity))
 		assertConditions(t, got, U, F, T, F)
 		if c := condition(got, v1alpha1.ConditionReady); !strings.Contains(c.Message, "exceeded quota: jobs") {
@@ -326,12 +317,10 @@ func waitJobsRefused(t *testing.T, ns string) {
 // place in the queue: anyone who may create Jobs can set the label.
 func TestAForeignJobWithAQueuesLabelTakesNoPlace(t *testing.T) {
 	ns := newNamespace(t)
-	q := testutil.NewTaskQueue(ns, "one", 1)
-	must(t, k8s.Create(ctx, q))
+	q := createQueue(t, ns, "one", 1)
 	foreign := foreignJob(ns, "not-a-task", map[string]string{v1alpha1.LabelQueue: "one", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
 	must(t, k8s.Create(ctx, foreign))
-	task := newTask(ns, "queued", testutil.Queue("one"))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "queued", testutil.Queue("one"))
 	waitJobs(t, task, 1)
 	if got := getQueue(t, q); slices.Contains(got.Status.Admitted, foreign.Name) {
 		t.Fatalf("the foreign Job holds a place: %v", got.Status.Admitted)
@@ -343,10 +332,8 @@ func TestAForeignJobWithAQueuesLabelTakesNoPlace(t *testing.T) {
 // exists, so the queue releases the place and the next Task runs.
 func TestARefusedQueuedAttemptGivesItsPlaceBack(t *testing.T) {
 	ns := newNamespace(t)
-	q := testutil.NewTaskQueue(ns, "one", 1)
-	must(t, k8s.Create(ctx, q))
-	blocked := newTask(ns, "blocked", manual, testutil.Queue("one"))
-	must(t, k8s.Create(ctx, blocked))
+	q := createQueue(t, ns, "one", 1)
+	blocked := createTask(t, ns, "blocked", manual, testutil.Queue("one"))
 	stored := getTask(t, blocked)
 	// Someone else's Job under the name of blocked's first attempt.
 	foreign := foreignJob(ns, jobs.Name(stored, "0", 1), nil)
@@ -367,7 +354,6 @@ func TestARefusedQueuedAttemptGivesItsPlaceBack(t *testing.T) {
 		got := getQueue(t, q)
 		return err == nil && len(got.Status.Admitted) == 0, fmt.Sprintf("admitted %v", got.Status.Admitted)
 	})
-	next := newTask(ns, "next", testutil.Queue("one"))
-	must(t, k8s.Create(ctx, next))
+	next := createTask(t, ns, "next", testutil.Queue("one"))
 	waitJobs(t, next, 1)
 }

@@ -13,8 +13,7 @@ import (
 // that never starts: it is InvalidSpec instead, and no Job is created.
 func TestATaskLabelledForKueueWithoutKueueIsInvalidSpec(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "kueue-less", testutil.Label(v1alpha1.LabelKueueQueueName, "team"))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "kueue-less", testutil.Label(v1alpha1.LabelKueueQueueName, "team"))
 	got := waitTask(t, task, "InvalidSpec", phaseIs(v1alpha1.PhaseFailed))
 	c := condition(got, v1alpha1.ConditionReady)
 	if c.Reason != string(v1alpha1.ReasonInvalidSpec) || !strings.Contains(c.Message, "does not serve Kueue's API") {
@@ -29,8 +28,7 @@ func TestATaskLabelledForKueueWithoutKueueIsInvalidSpec(t *testing.T) {
 // together are InvalidSpec, with a message naming both.
 func TestATaskWithATaskQueueAndAKueueLabelIsInvalidSpec(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "two-queues", testutil.Queue("team"), testutil.Label(v1alpha1.LabelKueueQueueName, "lq"))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "two-queues", testutil.Queue("team"), testutil.Label(v1alpha1.LabelKueueQueueName, "lq"))
 	got := waitTask(t, task, "InvalidSpec", phaseIs(v1alpha1.PhaseFailed))
 	if c := condition(got, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonInvalidSpec) ||
 		!strings.Contains(c.Message, `spec.queueName "team"`) || !strings.Contains(c.Message, "kueue.x-k8s.io/queue-name=lq") {
@@ -43,8 +41,7 @@ func TestATaskWithATaskQueueAndAKueueLabelIsInvalidSpec(t *testing.T) {
 // and no Job is created.
 func TestTheDispatchLabelWithoutAKueueQueueIsInvalidSpec(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "dispatch-only", testutil.Label(v1alpha1.LabelDispatch, v1alpha1.DispatchMultiKueue))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "dispatch-only", testutil.Label(v1alpha1.LabelDispatch, v1alpha1.DispatchMultiKueue))
 	got := waitTask(t, task, "InvalidSpec", phaseIs(v1alpha1.PhaseFailed))
 	if c := condition(got, v1alpha1.ConditionReady); c.Reason != string(v1alpha1.ReasonInvalidSpec) ||
 		!strings.Contains(c.Message, "batch.taskops.io/dispatch=multikueue needs the label kueue.x-k8s.io/queue-name") {

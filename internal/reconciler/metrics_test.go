@@ -30,14 +30,12 @@ func scrape(t *testing.T) string {
 
 func TestTheOperatorsMetricsAreScraped(t *testing.T) {
 	ns := newNamespace(t)
-	ok := newTask(ns, "metered")
-	must(t, k8s.Create(ctx, ok))
+	ok := createTask(t, ns, "metered")
 	job := waitJobs(t, ok, 1)[0]
 	must(t, testutil.CompleteJob(ctx, k8s, &job, fakeClock.Now()))
 	waitTask(t, ok, "phase Succeeded", phaseIs(v1alpha1.PhaseSucceeded))
 
-	retried := newTask(ns, "metered-retry", testutil.MaxRetry(1))
-	must(t, k8s.Create(ctx, retried))
+	retried := createTask(t, ns, "metered-retry", testutil.MaxRetry(1))
 	job = waitJobs(t, retried, 1)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "x"))
 	waitTask(t, retried, "phase Retrying", phaseIs(v1alpha1.PhaseRetrying))

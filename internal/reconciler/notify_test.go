@@ -82,8 +82,7 @@ func waitEvent(t *testing.T, task *v1alpha1.Task, reason v1alpha1.Reason) {
 
 func TestAFailedRunGetsExactlyOneNotificationJobAndItsOutcomeIsRecorded(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "told", manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "told", manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
 	reconcileUntil(t, task, "the first Job", func(*v1alpha1.Task) bool { return len(jobsOf(t, task)) == 1 })
 	job := jobsOf(t, task)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
@@ -328,8 +327,7 @@ func TestPerTaskMetricsFollowTheStatusAndGoWithTheTask(t *testing.T) {
 // retry loop.
 func TestARefusedNotificationJobNeverHoldsBackTheResult(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "quota-told", manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "quota-told", manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
 	reconcileUntil(t, task, "the first Job", func(*v1alpha1.Task) bool { return len(jobsOf(t, task)) == 1 })
 	fillJobsQuota(t, ns) // the run's own Job fills it
 	job := jobsOf(t, task)[0]

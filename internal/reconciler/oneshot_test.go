@@ -30,8 +30,7 @@ const (
 
 func TestAShellTaskRunsAsOneJobAndSucceeds(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "hello")
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "hello")
 
 	job := waitJobs(t, task, 1)[0]
 	running := waitTask(t, task, "phase Running", phaseIs(v1alpha1.PhaseRunning))
@@ -208,8 +207,7 @@ func TestTheRunnersBadRequestExitIsNotRetried(t *testing.T) {
 func TestAnAttemptWhosePodCannotStartIsStoppedAfterTheStartTimeout(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "no-image", testutil.StartTimeout(60))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "no-image", testutil.StartTimeout(60))
 	job := waitJobs(t, task, 1)[0]
 	_, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Waiting("ImagePullBackOff", `Back-off pulling image "nope:1"`))
 	must(t, err)
@@ -328,8 +326,7 @@ func TestAJobTheAPIServerRefusesMakesTheSpecInvalidUntilFixed(t *testing.T) {
 func TestAFinishedTaskIsDeletedAfterItsTTL(t *testing.T) {
 	ns := newNamespace(t)
 	fakeClock.SetTime(time.Now())
-	task := newTask(ns, "short-lived", func(t *v1alpha1.Task) { t.Spec.TTLSecondsAfterFinished = ptr.To[int32](60) })
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "short-lived", func(t *v1alpha1.Task) { t.Spec.TTLSecondsAfterFinished = ptr.To[int32](60) })
 	job := waitJobs(t, task, 1)[0]
 	finished := fakeClock.Now().Truncate(time.Second)
 	must(t, testutil.CompleteJob(ctx, k8s, &job, finished))

@@ -29,8 +29,7 @@ var notificationJobsOnly = &metav1.LabelSelector{MatchExpressions: []metav1.Labe
 func outageTask(t *testing.T, name string) (*v1alpha1.Task, *events.FakeRecorder) {
 	t.Helper()
 	ns := newNamespace(t)
-	task := newTask(ns, name, manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, name, manual, testutil.Notify("http://10.0.0.1/hook", "", v1alpha1.NotifyOnFailed))
 	reconcileUntil(t, task, "the first Job", func(*v1alpha1.Task) bool { return len(jobsOf(t, task)) == 1 })
 	job := jobsOf(t, task)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now(), "BackoffLimitExceeded", "exit 3"))
@@ -182,8 +181,7 @@ var attemptJobsOnly = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSele
 func TestAnAttemptRefusedDuringAWebhookOutageWaitsForTheAPIAndStartsOnceItEnds(t *testing.T) {
 	ns := newNamespace(t)
 	endOutage := testutil.WebhookOutage(t, k8s, ns, attemptJobsOnly)
-	task := newTask(ns, "started-late", manual)
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "started-late", manual)
 	waitCached(t, task)
 	r := manualReconciler(nil)
 
@@ -240,8 +238,7 @@ func TestACronSlotInsideAnOutageRunsLateOrIsSkippedPastItsStartingDeadline(t *te
 		t.Run(tc.name, func(t *testing.T) {
 			fakeClock.SetTime(time.Now())
 			ns := newNamespace(t)
-			task := newTask(ns, "nightly", manual, testutil.Schedule("*/5 * * * *"), testutil.StartingDeadline(tc.deadline))
-			must(t, k8s.Create(ctx, task))
+			task := createTask(t, ns, "nightly", manual, testutil.Schedule("*/5 * * * *"), testutil.StartingDeadline(tc.deadline))
 			waitCached(t, task)
 			r := manualReconciler(nil)
 			recorder := events.NewFakeRecorder(100)

@@ -73,8 +73,7 @@ func finishWith(t *testing.T, job *batchv1.Job, code int32, values map[string]st
 
 func TestARunNowRunUsesItsValuesOnEveryAttemptAndHandsBackResults(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "report", withParams, testutil.MaxRetry(1))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "report", withParams, testutil.MaxRetry(1))
 
 	// Run 0 runs with the defaults.
 	first := waitJobs(t, task, 1)[0]
@@ -189,14 +188,11 @@ func TestInvalidParamsFailTheRunWithoutAJobAndChangeNothingElse(t *testing.T) {
 // there is) came between.
 func TestAQueuedRunKeepsTheValuesOfItsToken(t *testing.T) {
 	ns := newNamespace(t)
-	q := testutil.NewTaskQueue(ns, "one", 1)
-	must(t, k8s.Create(ctx, q))
-	blocker := newTask(ns, "blocker", testutil.Queue("one"))
-	must(t, k8s.Create(ctx, blocker))
+	createQueue(t, ns, "one", 1)
+	blocker := createTask(t, ns, "blocker", testutil.Queue("one"))
 	waitJobs(t, blocker, 1)
 
-	task := newTask(ns, "waiting", withParams, testutil.Queue("one"), testutil.Suspend(true))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "waiting", withParams, testutil.Queue("one"), testutil.Suspend(true))
 	waitTask(t, task, "phase Suspended", phaseIs(v1alpha1.PhaseSuspended))
 	setRunNowWith(t, task, "ci-9", map[string]string{"date": "2026-01-01"})
 	queued := waitTask(t, task, "the run queued", func(x *v1alpha1.Task) bool { return len(x.Status.Queued) == 1 })
@@ -216,8 +212,7 @@ func TestAQueuedRunKeepsTheValuesOfItsToken(t *testing.T) {
 // the retry the run's values from the Job of attempt 1.
 func TestARetryAfterARestartKeepsTheRunsValues(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "restarted", manual, withParams, testutil.MaxRetry(1), testutil.Retries(1, 1, 1, 1))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "restarted", manual, withParams, testutil.MaxRetry(1), testutil.Retries(1, 1, 1, 1))
 	waitCached(t, task)
 	reconcileUntil(t, task, "run 0 running", attemptsAre(1, v1alpha1.PhaseRunning))
 	job := jobsOf(t, task)[0]

@@ -20,8 +20,7 @@ func TestEveryTaskOfAFireShowsItsRunningRunSoonAfter(t *testing.T) {
 	var tasks []*v1alpha1.Task
 	fakeClock.SetTime(time.Now())
 	for i := range n {
-		task := newTask(ns, fmt.Sprintf("fire-%02d", i), testutil.Schedule("*/5 * * * *"))
-		must(t, k8s.Create(ctx, task))
+		task := createTask(t, ns, fmt.Sprintf("fire-%02d", i), testutil.Schedule("*/5 * * * *"))
 		tasks = append(tasks, task)
 	}
 	var next time.Time

@@ -64,8 +64,7 @@ func TestARunShorterThanTheRecordDelayIsWrittenOnceAndALongerOneShowsRunningAfte
 		return res
 	}
 	start := func(name string) (*v1alpha1.Task, batchv1.Job) {
-		task := newTask(ns, name, manual)
-		must(t, k8s.Create(ctx, task))
+		task := createTask(t, ns, name, manual)
 		waitCached(t, task)
 		var job batchv1.Job
 		eventually(t, name+"'s Job in the manual cache", func() (bool, string) {

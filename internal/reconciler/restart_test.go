@@ -63,8 +63,7 @@ func attemptsAre(n int32, phase v1alpha1.TaskPhase) func(*v1alpha1.Task) bool {
 
 func TestALostStatusWriteAfterJobCreationMakesNoSecondJob(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "crashy", manual, testutil.MaxRetry(1))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "crashy", manual, testutil.MaxRetry(1))
 
 	waitCached(t, task)
 	crashing := manualReconciler(crashBeforeStatus())
@@ -107,8 +106,7 @@ func TestALostStatusWriteAfterJobCreationMakesNoSecondJob(t *testing.T) {
 
 func TestTwoReconcilersRacingCreateOneJobPerAttempt(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "racy", manual, testutil.MaxRetry(3))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "racy", manual, testutil.MaxRetry(3))
 
 	race := func() {
 		var wg sync.WaitGroup
@@ -143,8 +141,7 @@ func TestTwoReconcilersRacingCreateOneJobPerAttempt(t *testing.T) {
 
 func TestAWipedStatusIsRebuiltFromTheJobs(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "amnesia", manual, testutil.MaxRetry(2))
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "amnesia", manual, testutil.MaxRetry(2))
 	reconcileUntil(t, task, "attempt 1 running", attemptsAre(1, v1alpha1.PhaseRunning))
 	job := jobsOf(t, task)[0]
 	must(t, testutil.FailJob(ctx, k8s, &job, fakeClock.Now().Add(-time10s), "BackoffLimitExceeded", "x"))

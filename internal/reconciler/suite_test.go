@@ -46,6 +46,8 @@ var (
 	newNamespace     = opsuite.NewNamespace
 	newTask          = opsuite.NewTask
 	startTask        = opsuite.StartTask
+	createTask       = opsuite.CreateTask
+	createQueue      = opsuite.CreateQueue
 	eventually       = opsuite.Eventually
 	getTask          = opsuite.GetTask
 	waitNextSchedule = opsuite.WaitNextSchedule

@@ -139,8 +139,7 @@ func labelsString(l map[string]string) string {
 // without the speed shortcuts: the Task back to Running for a minute.)
 func TestAPassFromABehindCacheDoesNotCreateAJustDeletedJobAgain(t *testing.T) {
 	ns := newNamespace(t)
-	task := newTask(ns, "deleted-early", manual)
-	must(t, k8s.Create(ctx, task))
+	task := createTask(t, ns, "deleted-early", manual)
 	before := getTask(t, task) // as a lagging cache may still show it
 	reconcileUntil(t, task, "attempt 1 recorded", func(x *v1alpha1.Task) bool { return x.Status.Attempts == 1 && len(x.Status.Active) == 1 })
 	job := jobsOf(t, task)[0]

@@ -42,8 +42,7 @@ func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirst
 		if name == "urgent" {
 			prio = 10
 		}
-		task := suite.NewTask(ns, name, testutil.Queue("team"), testutil.Priority(prio))
-		suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+		task := suite.CreateTask(t, ns, name, testutil.Queue("team"), testutil.Priority(prio))
 		queuedTask := suite.WaitTask(t, task, "queued behind a suspended queue", suite.QueuedAs(v1alpha1.ReasonQueueSuspended))
 		if i == 0 {
 			suite.AssertConditions(t, queuedTask, suite.U, suite.F, suite.T, suite.F)
@@ -97,8 +96,7 @@ func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirst
 
 func TestATaskNamingAMissingQueueWaitsAndStartsOnceTheQueueExists(t *testing.T) {
 	ns := suite.NewNamespace(t)
-	task := suite.NewTask(ns, "early", testutil.Queue("later"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+	task := suite.CreateTask(t, ns, "early", testutil.Queue("later"))
 	waiting := suite.WaitTask(t, task, "QueueNotFound", suite.QueuedAs(v1alpha1.ReasonQueueNotFound))
 	if c := suite.Condition(waiting, v1alpha1.ConditionReady); c.Status != suite.U {
 		t.Fatalf("Ready %s while the queue is missing", c.Status)
@@ -106,7 +104,7 @@ func TestATaskNamingAMissingQueueWaitsAndStartsOnceTheQueueExists(t *testing.T) 
 	if len(suite.JobsOf(t, task)) != 0 {
 		t.Fatal("a Job was created without a queue to admit it")
 	}
-	suite.Must(t, suite.K8s.Create(suite.Ctx, testutil.NewTaskQueue(ns, "later", 1)))
+	suite.CreateQueue(t, ns, "later", 1)
 	suite.WaitJobs(t, task, 1)
 	suite.WaitTask(t, task, "Running", suite.PhaseIs(v1alpha1.PhaseRunning))
 }
@@ -124,8 +122,7 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
 	var tasks []*v1alpha1.Task
 	for i := range 5 {
-		task := suite.NewTask(ns, fmt.Sprintf("t%d", i), testutil.Queue("team"))
-		suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+		task := suite.CreateTask(t, ns, fmt.Sprintf("t%d", i), testutil.Queue("team"))
 		suite.WaitTask(t, task, "in line behind the suspended queue", suite.QueuedAs(v1alpha1.ReasonQueueSuspended))
 		tasks = append(tasks, task)
 		suite.Clock.Step(time.Second)
@@ -169,10 +166,8 @@ func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
 // recheck.
 func TestAnAdmittedTaskReadFromABehindCacheStartsInThePassTheAdmissionBrings(t *testing.T) {
 	ns := suite.NewNamespace(t)
-	q := testutil.NewTaskQueue(ns, "team", 1)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
-	task := suite.NewTask(ns, "a", suite.Manual, testutil.Queue("team"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+	q := suite.CreateQueue(t, ns, "team", 1)
+	task := suite.CreateTask(t, ns, "a", suite.Manual, testutil.Queue("team"))
 	before := suite.GetTask(t, task) // as the cache may still show it: not yet in line
 	job := jobs.Name(before, runs.OneShot, 1)
 
@@ -208,13 +203,11 @@ func TestAnAdmittedTaskReadFromABehindCacheStartsInThePassTheAdmissionBrings(t *
 
 func TestARetryWaitingOutItsBackoffHoldsNoPlaceInTheQueue(t *testing.T) {
 	ns := suite.NewNamespace(t)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, testutil.NewTaskQueue(ns, "one", 1)))
-	flaky := suite.NewTask(ns, "flaky", testutil.Queue("one"), testutil.Retries(1, 30, 30, 2))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, flaky))
+	suite.CreateQueue(t, ns, "one", 1)
+	flaky := suite.CreateTask(t, ns, "flaky", testutil.Queue("one"), testutil.Retries(1, 30, 30, 2))
 	first := suite.WaitJobs(t, flaky, 1)[0]
 	suite.Clock.Step(time.Second)
-	other := suite.NewTask(ns, "other", testutil.Queue("one"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, other))
+	other := suite.CreateTask(t, ns, "other", testutil.Queue("one"))
 	suite.WaitTask(t, other, "queued behind flaky", suite.QueuedAs(v1alpha1.ReasonQueued))
 
 	// flaky's attempt fails: while it waits out its 30 s backoff, other runs.
@@ -233,17 +226,13 @@ func TestARetryWaitingOutItsBackoffHoldsNoPlaceInTheQueue(t *testing.T) {
 
 func TestDeletingAQueuedTaskOrTheQueueLosesNothingElse(t *testing.T) {
 	ns := suite.NewNamespace(t)
-	q := testutil.NewTaskQueue(ns, "team", 1)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
-	running := suite.NewTask(ns, "running", testutil.Queue("team"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, running))
+	q := suite.CreateQueue(t, ns, "team", 1)
+	running := suite.CreateTask(t, ns, "running", testutil.Queue("team"))
 	suite.WaitJobs(t, running, 1)
 	suite.Clock.Step(time.Second)
-	gone := suite.NewTask(ns, "gone", testutil.Queue("team"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, gone))
+	gone := suite.CreateTask(t, ns, "gone", testutil.Queue("team"))
 	suite.Clock.Step(time.Second)
-	next := suite.NewTask(ns, "next", testutil.Queue("team"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, next))
+	next := suite.CreateTask(t, ns, "next", testutil.Queue("team"))
 	suite.WaitTask(t, next, "queued", suite.QueuedAs(v1alpha1.ReasonQueued))
 	suite.WaitQueue(t, q, "2 queued", func(q *v1alpha1.TaskQueue) bool { return q.Status.Queued == 2 })
 
@@ -255,21 +244,19 @@ func TestDeletingAQueuedTaskOrTheQueueLosesNothingElse(t *testing.T) {
 
 	// The queue goes: running attempts go on, waiting Tasks say why they wait.
 	suite.Must(t, suite.K8s.Delete(suite.Ctx, suite.GetQueue(t, q)))
-	later := suite.NewTask(ns, "later", testutil.Queue("team"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, later))
+	later := suite.CreateTask(t, ns, "later", testutil.Queue("team"))
 	suite.WaitTask(t, later, "QueueNotFound", suite.QueuedAs(v1alpha1.ReasonQueueNotFound))
 	suite.CompleteTaskJob(t, next)
 
 	// Re-created, it admits the waiting Task.
-	suite.Must(t, suite.K8s.Create(suite.Ctx, testutil.NewTaskQueue(ns, "team", 1)))
+	suite.CreateQueue(t, ns, "team", 1)
 	suite.WaitJobs(t, later, 1)
 }
 
 func TestAQueuedCronSlotPastItsStartingDeadlineIsSkipped(t *testing.T) {
 	ns := suite.NewNamespace(t)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, testutil.NewTaskQueue(ns, "one", 1)))
-	blocker := suite.NewTask(ns, "blocker", testutil.Queue("one"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, blocker))
+	suite.CreateQueue(t, ns, "one", 1)
+	blocker := suite.CreateTask(t, ns, "blocker", testutil.Queue("one"))
 	suite.WaitJobs(t, blocker, 1)
 	cron, _ := suite.ScheduledTask(t, ns, "nightly", testutil.Queue("one"), testutil.StartingDeadline(30))
 
@@ -297,8 +284,7 @@ func TestAQueuedCronSlotPastItsStartingDeadlineIsSkipped(t *testing.T) {
 func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 	ns := suite.NewNamespace(t)
 	jobs := harness.RecordJobs(t, suite.WatchClient(t), ns)
-	q := testutil.NewTaskQueue(ns, "team", 3)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
+	q := suite.CreateQueue(t, ns, "team", 3)
 
 	// The record itself, at every write.
 	w, err := suite.WatchClient(t).Watch(suite.Ctx, &v1alpha1.TaskQueueList{}, client.InNamespace(ns))
@@ -334,8 +320,7 @@ func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 	const n = 15
 	var tasks []*v1alpha1.Task
 	for i := range n {
-		task := suite.NewTask(ns, fmt.Sprintf("r%02d", i), testutil.Queue("team"), testutil.Priority(int32(i%3)))
-		suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+		task := suite.CreateTask(t, ns, fmt.Sprintf("r%02d", i), testutil.Queue("team"), testutil.Priority(int32(i%3)))
 		tasks = append(tasks, task)
 	}
 	finished := 0
@@ -388,8 +373,7 @@ func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
 func TestAJobHeldSuspendedBySomeoneElseWaitsForCapacity(t *testing.T) {
 	suite.Clock.SetTime(time.Now()) // the Job's creation time is the API server's
 	ns := suite.NewNamespace(t)
-	task := suite.NewTask(ns, "held", testutil.StartTimeout(5), func(t *v1alpha1.Task) { t.Spec.CapacityTimeoutSeconds = ptr.To[int32](60) })
-	suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+	task := suite.CreateTask(t, ns, "held", testutil.StartTimeout(5), func(t *v1alpha1.Task) { t.Spec.CapacityTimeoutSeconds = ptr.To[int32](60) })
 	job := suite.WaitJobs(t, task, 1)[0]
 	patch := client.MergeFrom(job.DeepCopy())
 	job.Spec.Suspend = ptr.To(true)
@@ -420,10 +404,8 @@ func TestAJobHeldSuspendedBySomeoneElseWaitsForCapacity(t *testing.T) {
 // ever: the queue ignored suspended Tasks).
 func TestARunNowOnASuspendedQueuedTaskRuns(t *testing.T) {
 	ns := suite.NewNamespace(t)
-	q := testutil.NewTaskQueue(ns, "team", 1)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
-	task := suite.NewTask(ns, "paused", testutil.Queue("team"), testutil.Suspend(true))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+	suite.CreateQueue(t, ns, "team", 1)
+	task := suite.CreateTask(t, ns, "paused", testutil.Queue("team"), testutil.Suspend(true))
 	suite.WaitTask(t, task, "phase Suspended", suite.PhaseIs(v1alpha1.PhaseSuspended))
 	if n := len(suite.JobsOf(t, task)); n != 0 {
 		t.Fatalf("a suspended Task started %d Jobs", n)
@@ -451,11 +433,9 @@ func TestAnAdmittedAttemptWhoseTaskTheLineDoesNotShowYetKeepsItsPlace(t *testing
 
 func admittedAttemptKeepsItsPlace(t *testing.T, first string) {
 	ns := suite.NewNamespace(t)
-	q := testutil.NewTaskQueue(ns, "team", 1)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
+	q := suite.CreateQueue(t, ns, "team", 1)
 	queueFor := func(name string) (*v1alpha1.Task, string) {
-		task := suite.NewTask(ns, name, suite.Manual, testutil.Queue("team"))
-		suite.Must(t, suite.K8s.Create(suite.Ctx, task))
+		task := suite.CreateTask(t, ns, name, suite.Manual, testutil.Queue("team"))
 		stored := suite.GetTask(t, task)
 		job := jobs.Name(stored, runs.OneShot, 1)
 		stored.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: runs.OneShot, Attempt: 1, JobName: job, Since: metav1.NewMicroTime(suite.Clock.Now())}}
@@ -520,10 +500,8 @@ func (s staleJobs) List(ctx context.Context, list client.ObjectList, opts ...cli
 // record.
 func TestAFinishedJobAStaleCacheShowsRunningIsNotAdopted(t *testing.T) {
 	ns := suite.NewNamespace(t)
-	q := testutil.NewTaskQueue(ns, "team", 1)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
-	owner := suite.NewTask(ns, "moved-in", suite.Manual)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, owner))
+	q := suite.CreateQueue(t, ns, "team", 1)
+	owner := suite.CreateTask(t, ns, "moved-in", suite.Manual)
 	owner = suite.GetTask(t, owner)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobs.Name(owner, runs.OneShot, 1), Labels: map[string]string{v1alpha1.LabelQueue: "team"},
@@ -535,8 +513,7 @@ func TestAFinishedJobAStaleCacheShowsRunningIsNotAdopted(t *testing.T) {
 	running := suite.GetJob(t, job).DeepCopy() // what the stale cache keeps showing
 	suite.Must(t, testutil.CompleteJob(suite.Ctx, suite.K8s, suite.GetJob(t, job), suite.Clock.Now()))
 
-	waiting := suite.NewTask(ns, "next", suite.Manual, testutil.Queue("team"))
-	suite.Must(t, suite.K8s.Create(suite.Ctx, waiting))
+	waiting := suite.CreateTask(t, ns, "next", suite.Manual, testutil.Queue("team"))
 	waiting = suite.GetTask(t, waiting)
 	next := jobs.Name(waiting, runs.OneShot, 1)
 	waiting.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: runs.OneShot, Attempt: 1, JobName: next, Since: metav1.NewMicroTime(suite.Clock.Now())}}

@@ -98,12 +98,27 @@ func Must(t *testing.T, err error) {
 	}
 }
 
+// CreateTask creates the Task NewTask builds and returns it.
+func CreateTask(t *testing.T, ns, name string, opts ...testutil.TaskOpt) *v1alpha1.Task {
+	t.Helper()
+	task := NewTask(ns, name, opts...)
+	Must(t, K8s.Create(Ctx, task))
+	return task
+}
+
+// CreateQueue creates a TaskQueue of maxRunning and returns it.
+func CreateQueue(t *testing.T, ns, name string, maxRunning int32) *v1alpha1.TaskQueue {
+	t.Helper()
+	q := testutil.NewTaskQueue(ns, name, maxRunning)
+	Must(t, K8s.Create(Ctx, q))
+	return q
+}
+
 // StartTask creates a Task named name (built by NewTask with opts) in a
 // new namespace and waits for its first Job, which it returns.
 func StartTask(t *testing.T, name string, opts ...testutil.TaskOpt) (*v1alpha1.Task, batchv1.Job) {
 	t.Helper()
-	task := NewTask(NewNamespace(t), name, opts...)
-	Must(t, K8s.Create(Ctx, task))
+	task := CreateTask(t, NewNamespace(t), name, opts...)
 	return task, WaitJobs(t, task, 1)[0]
 }
 
