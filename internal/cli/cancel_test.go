@@ -12,14 +12,7 @@ func TestCancelSetsANewCancelTokenAndWaitsUntilNoRunIsUnfinished(t *testing.T) {
 	key := finishedOneShot(t, ns, "long")
 	acceptRunNow(t, key, "r1")
 	inv := start(t, "-n", ns, "cancel", "long", "--wait", "--timeout", "30s")
-	var token string
-	eventually(t, "the cancel annotation", func() bool {
-		token = getTask(t, key).Annotations[v1alpha1.AnnotationCancel]
-		return token != ""
-	})
-	if !tokenPattern.MatchString(token) {
-		t.Errorf("token %q does not look like <UTC timestamp>-<random hex>", token)
-	}
+	token := waitToken(t, key, v1alpha1.AnnotationCancel)
 	inv.waitOutput(t, inv.stdout, `task/long: cancel requested (cancel token "`+token+`")`)
 	inv.waitOutput(t, inv.stderr, "waiting for the operator to take the cancel token")
 	// The operator takes the token and stops the run.

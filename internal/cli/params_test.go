@@ -17,11 +17,7 @@ func TestRunNameWithParamsPrintsAResultOfThatRun(t *testing.T) {
 	key := finishedOneShot(t, ns, "report")
 	inv := start(t, "-n", ns, "run", "report", "--param", "date=2026-11-30", "--param", "note=a=b c", "--wait", "--timeout", "30s",
 		"-o", "jsonpath={.results.rows}")
-	var token string
-	eventually(t, "the run-now annotation", func() bool {
-		token = getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]
-		return token != ""
-	})
+	token := waitToken(t, key, v1alpha1.AnnotationRunNow)
 	var got map[string]string
 	if err := json.Unmarshal([]byte(getTask(t, key).Annotations[v1alpha1.AnnotationRunParams]), &got); err != nil {
 		t.Fatalf("run-params annotation: %v", err)

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
@@ -60,20 +61,28 @@ func finishRun(t *testing.T, key types.NamespacedName, id string, result v1alpha
 
 var tokenPattern = regexp.MustCompile(`^\d{8}T\d{6}Z-[0-9a-f]{8}$`)
 
+// waitToken waits for the verb to set the annotation and returns the
+// token, which must look like one the plugin makes.
+func waitToken(t *testing.T, key client.ObjectKey, annotation string) string {
+	t.Helper()
+	var token string
+	eventually(t, "the "+annotation+" annotation", func() bool {
+		token = getTask(t, key).Annotations[annotation]
+		return token != ""
+	})
+	if !tokenPattern.MatchString(token) {
+		t.Errorf("token %q does not look like <UTC timestamp>-<random hex>", token)
+	}
+	return token
+}
+
 func TestTriggerWaitSucceeds(t *testing.T) {
 	ns := newNamespace(t)
 	key := finishedOneShot(t, ns, "report")
 	inv := start(t, "-n", ns, "trigger", "report", "--wait", "--timeout", "30s")
 
 	// The token is set with a merge patch and names the run.
-	var token string
-	eventually(t, "the run-now annotation", func() bool {
-		token = getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]
-		return token != ""
-	})
-	if !tokenPattern.MatchString(token) {
-		t.Errorf("token %q does not look like <UTC timestamp>-<random hex>", token)
-	}
+	token := waitToken(t, key, v1alpha1.AnnotationRunNow)
 	id := runs.RunNowID(token)
 	inv.waitOutput(t, inv.stdout, "task/report triggered: run "+id+` (run-now token "`+token+`")`)
 	// Ready=True from run 0 does not end the wait for the new run.
