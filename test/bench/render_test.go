@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -27,5 +28,31 @@ func TestRenderShowsTheScenariosMeasured(t *testing.T) {
 		if strings.Contains(out, absent) {
 			t.Errorf("the report has a %q section for a scenario not measured:\n%s", absent, out)
 		}
+	}
+}
+
+// A row is met only when the median keeps the target and no repeat is
+// more than worstSlack past it (the Task-to-Job row once read "met" with a
+// 2.11 s repeat of a 1.5 s target).
+func TestVerdictNeedsTheMedianAndTheWorstRepeat(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		xs   []float64
+		b    bound
+		want string
+	}{
+		{"median and worst within an upper bound", []float64{1.1, 1.2, 1.7}, atMostOf(1.5), "met"},
+		{"a worst repeat past 1.2x of an upper bound", []float64{0.98, 1.19, 2.11}, atMostOf(1.5), "MISSED (worst repeat 2.11)"},
+		{"a median past an upper bound", []float64{1.6, 1.6, 1.0}, atMostOf(1.5), "MISSED"},
+		{"a zero target allows no slack", []float64{0, 0, 1}, atMostOf(0), "MISSED (worst repeat 1)"},
+		{"a worst repeat under a lower bound divided by 1.2", []float64{0.85, 0.9, 0.6}, atLeastOf(0.8), "MISSED (worst repeat 0.600)"},
+		{"a lower bound kept", []float64{0.85, 0.9, 0.7}, atLeastOf(0.8), "met"},
+		{"missing repeats are not counted", []float64{math.NaN(), 1, 1.1}, atMostOf(1.5), "met"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verdict(tc.xs, tc.b); got != tc.want {
+				t.Fatalf("verdict(%v) = %q, want %q", tc.xs, got, tc.want)
+			}
+		})
 	}
 }

@@ -458,7 +458,7 @@ func (rs *results) renderScale(add adder) {
 		first := sf(func(r *scaleResult) float64 { return r.restartFirstPass })
 		add(scen, fmt.Sprintf("restart over %d finished and cron Tasks: process start to one pass over all", last.restartTasks), spread(first, "s"), atMost(first, 60))
 		w := sf(func(r *scaleResult) float64 { return r.restartWrites.total() })
-		add(scen, "  operator writes in the restart window, events excluded", spread(w, "")+" ("+last.restartWrites.breakdown(1)+")", "0: "+verdict(w, func(x float64) bool { return x == 0 }))
+		add(scen, "  operator writes in the restart window, events excluded", spread(w, "")+" ("+last.restartWrites.breakdown(1)+")", "0: "+verdict(w, atMostOf(0)))
 		add(scen, "  operator reads in the restart window (last repeat)", breakdown(last.restartWrites.reads, 1), "")
 	}
 	if last.small != nil && last.big != nil {
@@ -484,9 +484,9 @@ func (rs *results) renderScale(add adder) {
 		p99 := sf(func(r *scaleResult) float64 { return percentile(r.big.admit, 99) })
 		add(scen, fmt.Sprintf("  %d queued Tasks, the first %d completions: admission latency p99", last.big.n, last.big.until), spread(p99, "s"), atMost(p99, 1))
 		thr := sf(func(r *scaleResult) float64 { return r.big.queued / r.big.unqueued })
-		add(scen, fmt.Sprintf("  queued / un-queued attempts per second (%s / %s)", fmtNum(last.big.queued), fmtNum(last.big.unqueued)), spread(thr, "x"), ">= 0.8: "+verdict(thr, func(x float64) bool { return x >= 0.8 }))
+		add(scen, fmt.Sprintf("  queued / un-queued attempts per second (%s / %s)", fmtNum(last.big.queued), fmtNum(last.big.unqueued)), spread(thr, "x"), ">= 0.8: "+verdict(thr, atLeastOf(0.8)))
 		inv := sf(func(r *scaleResult) float64 { return float64(r.big.inversions) })
-		add(scen, "  priority inversions", spread(inv, ""), "0: "+verdict(inv, func(x float64) bool { return x == 0 }))
+		add(scen, "  priority inversions", spread(inv, ""), "0: "+verdict(inv, atMostOf(0)))
 		most := sf(func(r *scaleResult) float64 { return float64(r.big.maxActive) })
 		add(scen, "  most attempts active at once", spread(most, ""), atMost(most, float64(last.big.parallel)))
 	}
