@@ -165,6 +165,9 @@ func run(o options) error {
 	}
 	ctrl.SetLogger(zapr.NewLogger(logger))
 	setupLog := ctrl.Log.WithName("setup")
+	if n, from := setSoftMemoryLimit(); n > 0 {
+		setupLog.Info("Go soft memory limit set from the container's memory limit", "bytes", n, "from", from)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
