@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"strings"
 	"testing"
 
 	"github.com/taskops/task-operator/internal/docgen"
@@ -37,12 +36,9 @@ func TestFlagsReference(t *testing.T) {
 		}
 		rows = append(rows, []string{docgen.Code("--" + f.Name), typ, def, usage})
 	})
-	var b strings.Builder
-	b.WriteString(docgen.Header("cmd/manager's flag set"))
-	b.WriteString("# Manager flags\n\n")
-	b.WriteString("The flags of the operator's manager (`/manager --help` prints the same).\n")
-	b.WriteString("Set them through the chart's `extraArgs` or the Deployment's `args`\n")
-	b.WriteString("([install.md](../install.md)).\n\n")
-	b.WriteString(docgen.Table([]string{"flag", "type", "default", "what it does"}, rows))
-	docgen.Golden(t, "../../docs/reference/flags.md", b.String())
+	docgen.Golden(t, "../../docs/reference/flags.md", docgen.OneTablePage("cmd/manager's flag set", "Manager flags",
+		"The flags of the operator's manager (`/manager --help` prints the same).\n"+
+			"Set them through the chart's `extraArgs` or the Deployment's `args`\n"+
+			"([install.md](../install.md)).\n",
+		[]string{"flag", "type", "default", "what it does"}, rows))
 }

@@ -48,25 +48,21 @@ func run(args []string) error {
 		}
 		return writeChart(dir)
 	}
-	if len(args) > 0 && args[0] == "chart-archive" {
-		// The chart alone (test/chart loads it).
-		fs := flag.NewFlagSet("chart-archive", flag.ContinueOnError)
-		version := fs.String("version", "", "the release version")
-		out := fs.String("out", "dist", "where to write")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
+	// One artifact alone: the chart (test/chart loads it), or install.yaml
+	// and crds.yaml (the e2e install test).
+	for name, write := range map[string]func(version, out string) error{
+		"chart-archive": writeChartArchive,
+		"manifests":     writeManifests,
+	} {
+		if len(args) > 0 && args[0] == name {
+			fs := flag.NewFlagSet(name, flag.ContinueOnError)
+			version := fs.String("version", "", "the release version")
+			out := fs.String("out", "dist", "where to write")
+			if err := fs.Parse(args[1:]); err != nil {
+				return err
+			}
+			return write(*version, *out)
 		}
-		return writeChartArchive(*version, *out)
-	}
-	if len(args) > 0 && args[0] == "manifests" {
-		// install.yaml and crds.yaml alone (the e2e install test).
-		fs := flag.NewFlagSet("manifests", flag.ContinueOnError)
-		version := fs.String("version", "", "the release version")
-		out := fs.String("out", "dist", "where to write")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return writeManifests(*version, *out)
 	}
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	version := fs.String("version", "", "the release version (vX.Y.Z), as internal/version says")

@@ -53,12 +53,9 @@ var actions = []func(p *pass, ctx context.Context) error{
 }
 
 func (p *pass) restoreAllLabels(ctx context.Context) error {
-	for _, name := range slices.Sorted(maps.Keys(p.plan.Relabel)) {
-		if err := p.restoreLabels(ctx, name, p.plan.Relabel[name]); err != nil {
-			return fmt.Errorf("restoring the labels of Job %s: %w", name, err)
-		}
-	}
-	return nil
+	return eachJob(p.plan.Relabel, "restoring the labels of", func(name string, l map[string]string) error {
+		return p.restoreLabels(ctx, name, l)
+	})
 }
 
 func (p *pass) stopAttempts(ctx context.Context) error {
@@ -71,18 +68,24 @@ func (p *pass) stopAttempts(ctx context.Context) error {
 }
 
 func (p *pass) keepOutputs(ctx context.Context) error {
-	for _, name := range slices.Sorted(maps.Keys(p.plan.Capture)) {
-		if err := p.keepOutput(ctx, name, p.plan.Capture[name]); err != nil {
-			return fmt.Errorf("keeping the output on Job %s: %w", name, err)
-		}
-	}
-	return nil
+	return eachJob(p.plan.Capture, "keeping the output on", func(name string, output string) error {
+		return p.keepOutput(ctx, name, output)
+	})
 }
 
 func (p *pass) keepRetryAfters(ctx context.Context) error {
-	for _, name := range slices.Sorted(maps.Keys(p.plan.RecordRetryAfter)) {
-		if err := p.keepRetryAfter(ctx, name, p.plan.RecordRetryAfter[name]); err != nil {
-			return fmt.Errorf("keeping Retry-After on Job %s: %w", name, err)
+	return eachJob(p.plan.RecordRetryAfter, "keeping Retry-After on", func(name string, seconds int64) error {
+		return p.keepRetryAfter(ctx, name, seconds)
+	})
+}
+
+// eachJob does one action on every Job a plan's map names, in name order
+// (so a pass that fails part way fails at the same Job next time), and
+// says what it was doing to which Job when one fails.
+func eachJob[V any](byJob map[string]V, doing string, do func(name string, v V) error) error {
+	for _, name := range slices.Sorted(maps.Keys(byJob)) {
+		if err := do(name, byJob[name]); err != nil {
+			return fmt.Errorf("%s Job %s: %w", doing, name, err)
 		}
 	}
 	return nil

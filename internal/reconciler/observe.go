@@ -186,21 +186,12 @@ func (p *pass) observeRetryAfter(ctx context.Context, in *plan.Input) error {
 	if p.task.Spec.Type != v1alpha1.TaskTypeHTTP {
 		return nil
 	}
-	for i := range in.Runs {
-		a := in.Runs[i].Latest()
-		if a.Phase != runs.Failed || a.RetryAfterKnown {
-			continue
-		}
-		pods, err := p.attemptPods(ctx, a.JobName)
-		if err != nil {
-			return err
-		}
-		if in.RetryAfter == nil {
-			in.RetryAfter = map[string]int64{}
-		}
-		in.RetryAfter[a.JobName] = podRetryAfter(pods)
-	}
-	return nil
+	return readLatest(in, &in.RetryAfter,
+		func(a *runs.Attempt) bool { return a.Phase == runs.Failed && !a.RetryAfterKnown },
+		func(job string) (int64, error) {
+			pods, err := p.attemptPods(ctx, job)
+			return podRetryAfter(pods), err
+		})
 }
 
 // observeHeld reads, for a Kueue-managed Task, why Kueue holds each of its
@@ -210,19 +201,27 @@ func (p *pass) observeHeld(ctx context.Context, in *plan.Input) error {
 	if !jobs.KueueManaged(p.task) || in.Policy == nil || in.Policy.Refused != nil {
 		return nil
 	}
+	return readLatest(in, &in.HeldBy,
+		func(a *runs.Attempt) bool { return a.Phase == runs.Active && a.Held },
+		func(job string) (string, error) { return p.heldByKueue(ctx, job) })
+}
+
+// readLatest reads one value, by Job name, for the latest attempt of each
+// run that wants one: what the decision needs of some attempts only.
+func readLatest[V any](in *plan.Input, into *map[string]V, wants func(*runs.Attempt) bool, read func(job string) (V, error)) error {
 	for i := range in.Runs {
 		a := in.Runs[i].Latest()
-		if a.Phase != runs.Active || !a.Held {
+		if !wants(a) {
 			continue
 		}
-		by, err := p.heldByKueue(ctx, a.JobName)
+		v, err := read(a.JobName)
 		if err != nil {
 			return err
 		}
-		if in.HeldBy == nil {
-			in.HeldBy = map[string]string{}
+		if *into == nil {
+			*into = map[string]V{}
 		}
-		in.HeldBy[a.JobName] = by
+		(*into)[a.JobName] = v
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"time"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -102,20 +103,8 @@ func planSlot(in Input, active []string, suspended bool, p *Plan) {
 		p.SkippedSlot = SkipTooManyFailures
 		return
 	}
-	switch besideActive(in.Task, active) {
-	case waitForActive:
-		p.SkippedSlot = SkipForbidden
-		return
-	case replaceActive:
-		p.Replace = append(p.Replace, active...)
-	case startBeside:
-		if len(active) >= MaxActiveRuns {
-			p.SkippedSlot = SkipTooManyActive
-			return
-		}
-	}
 	due := slots.Due
-	p.Start = append(p.Start, NewRun{ID: id, Scheduled: &due})
+	p.SkippedSlot = p.startUnderPolicy(in.Task, active, NewRun{ID: id, Scheduled: &due}, MaxActiveRuns)
 }
 
 // MaxActiveRuns bounds the active runs of a Task under concurrencyPolicy
@@ -209,16 +198,32 @@ func planRunNow(in Input, active []string, p *Plan) {
 		return
 	}
 	// The one-shot initial run about to start this pass is not active yet;
-	// counting it would make Forbid wait for a run it just started.
-	switch besideActive(in.Task, active) {
-	case waitForActive:
+	// counting it would make Forbid wait for a run it just started. A
+	// run-now is one run a user asked for: MaxActiveRuns does not bound it.
+	if p.startUnderPolicy(in.Task, active, NewRun{ID: id}, math.MaxInt) == SkipForbidden {
 		p.RunNowWaiting = true
 		return
+	}
+	p.RunNowToken = hash
+}
+
+// startUnderPolicy starts run as spec.concurrencyPolicy lets it beside the
+// active runs: Forbid makes it wait (SkipForbidden), Replace stops them
+// first, Allow starts it beside them unless maxActive run already
+// (SkipTooManyActive). "" when it starts.
+func (p *Plan) startUnderPolicy(t *v1alpha1.Task, active []string, run NewRun, maxActive int) string {
+	switch besideActive(t, active) {
+	case waitForActive:
+		return SkipForbidden
 	case replaceActive:
 		p.Replace = append(p.Replace, active...)
+	case startBeside:
+		if len(active) >= maxActive {
+			return SkipTooManyActive
+		}
 	}
-	p.Start = append(p.Start, NewRun{ID: id})
-	p.RunNowToken = hash
+	p.Start = append(p.Start, run)
+	return ""
 }
 
 func activeRuns(rs []RunState) []string {
