@@ -51,13 +51,7 @@ func TestACancelTokenStopsTheRunningAttemptAndTheRunIsCancelledWithoutRetry(t *t
 	if r := got.Status.AttemptRecords; len(r) != 1 || r[0].Result != v1alpha1.AttemptResultStopped || r[0].Reason != v1alpha1.AttemptCancelled {
 		t.Fatalf("attemptRecords = %+v", r)
 	}
-	// No retry, whatever the clock says.
-	fakeClock.Step(time.Hour)
-	poke(t, task)
-	reconcileOnce(t, rec, task)
-	if n := len(jobsOf(t, task)); n != 1 {
-		t.Fatalf("a cancelled run was retried: %d Jobs", n)
-	}
+	noRetryAnHourLater(t, task)
 	// A run-now after the cancel starts a new run.
 	setRunNow(t, task, "again")
 	waitTask(t, task, "the run-now run", func(x *v1alpha1.Task) bool {
@@ -81,12 +75,7 @@ func TestACancelTokenStopsARunWaitingOutItsBackoff(t *testing.T) {
 	if a := getJob(t, &job).Annotations[v1alpha1.AnnotationStopReason]; a != string(v1alpha1.AttemptCancelled) {
 		t.Fatalf("the failed Job's stop reason is %q", a)
 	}
-	fakeClock.Step(time.Hour)
-	poke(t, task)
-	reconcileOnce(t, rec, task)
-	if n := len(jobsOf(t, task)); n != 1 {
-		t.Fatalf("the cancelled run retried: %d Jobs", n)
-	}
+	noRetryAnHourLater(t, task)
 }
 
 func TestACancelTokenPresentAtCreationDoesNothing(t *testing.T) {
@@ -123,4 +112,16 @@ func TestACancelStopsEveryActiveRunOfACronTaskAndItsScheduleGoesOn(t *testing.T)
 	assertKstatus(t, got, kstatus.CurrentStatus)
 	slotC := toSlot(t, task)
 	slotJob(t, task, slotC)
+}
+
+// noRetryAnHourLater checks that a cancelled run stays at its one Job
+// whatever the clock says: an hour on, a pass starts no retry.
+func noRetryAnHourLater(t *testing.T, task *v1alpha1.Task) {
+	t.Helper()
+	fakeClock.Step(time.Hour)
+	poke(t, task)
+	reconcileOnce(t, rec, task)
+	if n := len(jobsOf(t, task)); n != 1 {
+		t.Fatalf("the cancelled run was retried: %d Jobs", n)
+	}
 }

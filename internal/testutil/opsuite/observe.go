@@ -3,6 +3,7 @@ package opsuite
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,23 +30,33 @@ func Eventually(t *testing.T, what string, check func() (bool, string)) {
 	testutil.Eventually(t, 20*time.Second, 50*time.Millisecond, what, func(context.Context) (bool, string) { return check() })
 }
 
-func GetTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {
-	t.Helper()
-	got := &v1alpha1.Task{}
-	Must(t, K8s.Get(Ctx, client.ObjectKeyFromObject(task), got))
-	return got
-}
+// GetTask reads the stored Task.
+func GetTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task { return get(t, task, &v1alpha1.Task{}) }
 
 // WaitTask waits until the stored Task satisfies ok.
 func WaitTask(t *testing.T, task *v1alpha1.Task, what string, ok func(*v1alpha1.Task) bool) *v1alpha1.Task {
 	t.Helper()
-	var got *v1alpha1.Task
+	return waitFor(t, task, what, ok, func(got *v1alpha1.Task) string { return "status " + StatusSummary(got) })
+}
+
+// get reads the stored version of obj into into.
+func get[T client.Object](t *testing.T, obj, into T) T {
+	t.Helper()
+	Must(t, K8s.Get(Ctx, client.ObjectKeyFromObject(obj), into))
+	return into
+}
+
+// waitFor waits until the stored version of obj satisfies ok; show says
+// what it was when it did not.
+func waitFor[T client.Object](t *testing.T, obj T, what string, ok func(T) bool, show func(T) string) T {
+	t.Helper()
+	var got T
 	Eventually(t, what, func() (bool, string) {
-		got = &v1alpha1.Task{}
-		if err := K8s.Get(Ctx, client.ObjectKeyFromObject(task), got); err != nil {
+		got = reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T)
+		if err := K8s.Get(Ctx, client.ObjectKeyFromObject(obj), got); err != nil {
 			return false, err.Error()
 		}
-		return ok(got), fmt.Sprintf("status %s", StatusSummary(got))
+		return ok(got), show(got)
 	})
 	return got
 }
@@ -181,21 +192,17 @@ func WatchClient(t *testing.T) client.WithWatch {
 	return wc
 }
 
+// GetQueue reads the stored TaskQueue.
 func GetQueue(t *testing.T, q *v1alpha1.TaskQueue) *v1alpha1.TaskQueue {
-	t.Helper()
-	got := &v1alpha1.TaskQueue{}
-	Must(t, K8s.Get(Ctx, client.ObjectKeyFromObject(q), got))
-	return got
+	return get(t, q, &v1alpha1.TaskQueue{})
 }
 
+// WaitQueue waits until the stored TaskQueue satisfies ok.
 func WaitQueue(t *testing.T, q *v1alpha1.TaskQueue, what string, ok func(*v1alpha1.TaskQueue) bool) *v1alpha1.TaskQueue {
 	t.Helper()
-	var got *v1alpha1.TaskQueue
-	Eventually(t, what, func() (bool, string) {
-		got = GetQueue(t, q)
-		return ok(got), fmt.Sprintf("running=%d queued=%d admitted=%v", got.Status.Running, got.Status.Queued, got.Status.Admitted)
+	return waitFor(t, q, what, ok, func(got *v1alpha1.TaskQueue) string {
+		return fmt.Sprintf("running=%d queued=%d admitted=%v", got.Status.Running, got.Status.Queued, got.Status.Admitted)
 	})
-	return got
 }
 
 func QueuedAs(reason v1alpha1.Reason) func(*v1alpha1.Task) bool {
