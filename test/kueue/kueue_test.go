@@ -35,6 +35,16 @@ func create(t *testing.T, obj client.Object) {
 	t.Cleanup(func() { _ = env.c.Delete(context.Background(), obj) })
 }
 
+// kueueNamespace is a new namespace with its ClusterQueue of cpuQuota CPUs
+// (clusterQueue) and the priority classes.
+func kueueNamespace(t *testing.T, prefix string, cpuQuota int, preempt bool) string {
+	t.Helper()
+	ensurePriorityClasses(t)
+	ns := newNamespace(t, prefix)
+	clusterQueue(t, ns, cpuQuota, preempt)
+	return ns
+}
+
 // clusterQueue makes a ResourceFlavor, a ClusterQueue with cpuQuota CPUs
 // for namespace ns (preempting lower priorities when preempt), a LocalQueue
 // "team" in ns, and the WorkloadPriorityClasses low and high.
@@ -125,9 +135,7 @@ func jobOf(t *testing.T, ns, task string) *batchv1.Job {
 // start timeout is 5 s); a high-priority Task created last goes first.
 func TestKueueAdmitsTwoOfFiveTasksAtATimeInPriorityOrder(t *testing.T) {
 	t.Parallel()
-	ensurePriorityClasses(t)
-	ns := newNamespace(t, "kueue-quota")
-	clusterQueue(t, ns, 2, false)
+	ns := kueueNamespace(t, "kueue-quota", 2, false)
 	jobs := harness.RecordJobs(t, env.c, ns)
 	// The two first finish apart, so places free one at a time.
 	create(t, kueueTask(ns, "low-1", "low", 5))
@@ -166,11 +174,8 @@ func TestKueueAdmitsTwoOfFiveTasksAtATimeInPriorityOrder(t *testing.T) {
 // unsuspends it again.
 func TestCancellingAKueueAdmittedTaskReleasesItsQuota(t *testing.T) {
 	t.Parallel()
-	ensurePriorityClasses(t)
-	ns := newNamespace(t, "kueue-cancel")
-	clusterQueue(t, ns, 1, false)
-	create(t, kueueTask(ns, "long", "low", 600))
-	waitTask(t, ns, "long", "running", func(t *v1alpha1.Task) bool { return t.Status.Phase == v1alpha1.PhaseRunning })
+	ns := kueueNamespace(t, "kueue-cancel", 1, false)
+	startKueueTask(t, ns, "long", 600)
 	create(t, kueueTask(ns, "next", "low", 2))
 	waitTask(t, ns, "next", "held", func(t *v1alpha1.Task) bool {
 		return harness.Cond(t, v1alpha1.ConditionReady).Reason == string(v1alpha1.ReasonWaitingForCapacity)
@@ -207,11 +212,8 @@ func TestCancellingAKueueAdmittedTaskReleasesItsQuota(t *testing.T) {
 // that same attempt: a preemption does not burn an attempt.
 func TestAPreemptedAttemptIsRerunWithoutBurningAnAttempt(t *testing.T) {
 	t.Parallel()
-	ensurePriorityClasses(t)
-	ns := newNamespace(t, "kueue-preempt")
-	clusterQueue(t, ns, 1, true)
-	create(t, kueueTask(ns, "batch", "low", 8))
-	waitTask(t, ns, "batch", "running", func(t *v1alpha1.Task) bool { return t.Status.Phase == v1alpha1.PhaseRunning })
+	ns := kueueNamespace(t, "kueue-preempt", 1, true)
+	startKueueTask(t, ns, "batch", 8)
 	create(t, kueueTask(ns, "urgent", "high", 2))
 
 	harness.Eventually(t, 60*time.Second, "batch's Job suspended by Kueue (preempted)", nil, func(ctx context.Context) (bool, string) {
@@ -224,4 +226,12 @@ func TestAPreemptedAttemptIsRerunWithoutBurningAnAttempt(t *testing.T) {
 	if done.Status.Attempts != 1 {
 		t.Fatalf("the preempted Task took %d attempts, want 1", done.Status.Attempts)
 	}
+}
+
+// startKueueTask creates a low-priority Kueue Task whose pod runs seconds
+// and waits until Kueue admitted it and it runs.
+func startKueueTask(t *testing.T, ns, name string, seconds int) {
+	t.Helper()
+	create(t, kueueTask(ns, name, "low", seconds))
+	waitTask(t, ns, name, "running", func(t *v1alpha1.Task) bool { return t.Status.Phase == v1alpha1.PhaseRunning })
 }

@@ -160,12 +160,8 @@ func TestWithOneWorkerFullTheAttemptGoesToTheOther(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "mk-full")
 	queues(t, ns, 4, 1, 1)
-	create(t, env.c, dispatchedTask(ns, "first", 600))
-	first := runningOn(t, ns, "first")
-	waitTask(t, ns, "first", "Running", time.Minute, phase(v1alpha1.PhaseRunning))
-	create(t, env.c, dispatchedTask(ns, "second", 600))
-	second := runningOn(t, ns, "second")
-	waitTask(t, ns, "second", "Running", time.Minute, phase(v1alpha1.PhaseRunning))
+	first := startLong(t, ns, "first")
+	second := startLong(t, ns, "second")
 	t.Logf("first on %s, second on %s", first, second)
 	if first == second {
 		t.Fatalf("both attempts on %s, whose queue has room for one", first)
@@ -181,9 +177,7 @@ func TestCancelRemovesTheWorkersCopy(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "mk-cancel")
 	queues(t, ns, 4, 2, 2)
-	create(t, env.c, dispatchedTask(ns, "long", 600))
-	on := runningOn(t, ns, "long")
-	waitTask(t, ns, "long", "Running", time.Minute, phase(v1alpha1.PhaseRunning))
+	on := startLong(t, ns, "long")
 	cancelTask(t, ns, "long")
 	done := waitTask(t, ns, "long", "Cancelled", time.Minute, func(t *v1alpha1.Task) bool {
 		return harness.Cond(t, v1alpha1.ConditionReady).Reason == string(v1alpha1.ReasonCancelled)
@@ -305,4 +299,14 @@ func TestAWorkerThatDisappearsLeavesTheAttemptToTheOther(t *testing.T) {
 	// the other tests run after this one and need it.
 	occupy(t, lost, ns, 1)
 	t.Logf("%s's Kueue admits again %s after its API server came back", lost.name, time.Since(back).Round(time.Second))
+}
+
+// startLong creates a dispatched Task whose pod runs ten minutes, and
+// returns the worker it runs on once it is Running.
+func startLong(t *testing.T, ns, name string) string {
+	t.Helper()
+	create(t, env.c, dispatchedTask(ns, name, 600))
+	on := runningOn(t, ns, name)
+	waitTask(t, ns, name, "Running", time.Minute, phase(v1alpha1.PhaseRunning))
+	return on
 }
