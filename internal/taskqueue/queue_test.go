@@ -28,11 +28,7 @@ import (
 )
 
 func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirstServed(t *testing.T) {
-	ns := suite.NewNamespace(t)
-	jobs := harness.RecordJobs(t, suite.WatchClient(t), ns)
-	q := testutil.NewTaskQueue(ns, "team", 2)
-	q.Spec.Suspend = ptr.To(true)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
+	ns, jobs, q := suspendedQueue(t, 2)
 
 	// Three Tasks arrive one after the other, then an urgent one; the
 	// suspended queue holds them all in line.
@@ -87,11 +83,7 @@ func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirst
 	if m := jobs.MaxActive(); m > 2 {
 		t.Fatalf("%d attempts were active at once; the queue admits 2", m)
 	}
-	var evs corev1.EventList
-	suite.Must(t, suite.K8s.List(suite.Ctx, &evs, client.InNamespace(ns), client.MatchingFields{"reason": string(v1alpha1.EventAdmitted)}))
-	if len(evs.Items) != 5 {
-		t.Fatalf("%d Admitted events, want 5", len(evs.Items))
-	}
+	wantEvents(t, ns, v1alpha1.EventAdmitted, 5)
 }
 
 func TestATaskNamingAMissingQueueWaitsAndStartsOnceTheQueueExists(t *testing.T) {
@@ -110,16 +102,12 @@ func TestATaskNamingAMissingQueueWaitsAndStartsOnceTheQueueExists(t *testing.T) 
 }
 
 func TestLoweringMaxRunningStopsNothingAndRaisingItAdmitsAtOnce(t *testing.T) {
-	ns := suite.NewNamespace(t)
-	jobs := harness.RecordJobs(t, suite.WatchClient(t), ns)
-	q := testutil.NewTaskQueue(ns, "team", 3)
 	// All five join the line before anything is admitted. A queue admits
 	// only what is in its line, and each Task joins it with its first
 	// pass: Tasks created at once join in whatever order their first
 	// passes end, so which three run first would be up to chance
 	// (docs/queues.md, "Order and starvation").
-	q.Spec.Suspend = ptr.To(true)
-	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
+	ns, jobs, q := suspendedQueue(t, 3)
 	var tasks []*v1alpha1.Task
 	for i := range 5 {
 		task := suite.CreateTask(t, ns, fmt.Sprintf("t%d", i), testutil.Queue("team"))
@@ -274,11 +262,7 @@ func TestAQueuedCronSlotPastItsStartingDeadlineIsSkipped(t *testing.T) {
 	if js := suite.JobsOf(t, cron); len(js) != 0 {
 		t.Fatalf("the skipped slot got a Job: %s", js[0].Name)
 	}
-	var evs corev1.EventList
-	suite.Must(t, suite.K8s.List(suite.Ctx, &evs, client.InNamespace(ns), client.MatchingFields{"reason": string(v1alpha1.EventQueuedSlotMissed)}))
-	if len(evs.Items) != 1 {
-		t.Fatalf("%d QueuedSlotMissed events, want 1", len(evs.Items))
-	}
+	wantEvents(t, ns, v1alpha1.EventQueuedSlotMissed, 1)
 }
 
 func TestQueueReconcilersRacingNeverExceedTheCap(t *testing.T) {
@@ -537,5 +521,29 @@ func TestAFinishedJobAStaleCacheShowsRunningIsNotAdopted(t *testing.T) {
 	})
 	if got := suite.GetQueue(t, q).Status.Admitted; !slices.Equal(got, []string{next}) {
 		t.Fatalf("the record after the pass: %v, want the waiting attempt admitted %v", got, []string{next})
+	}
+}
+
+// suspendedQueue makes a namespace with a suspended TaskQueue "team" of
+// maxRunning and a recorder of its Jobs: Tasks wait in its line until the
+// test resumes it.
+func suspendedQueue(t *testing.T, maxRunning int32) (string, *harness.JobRecorder, *v1alpha1.TaskQueue) {
+	t.Helper()
+	ns := suite.NewNamespace(t)
+	jobs := harness.RecordJobs(t, suite.WatchClient(t), ns)
+	q := testutil.NewTaskQueue(ns, "team", maxRunning)
+	q.Spec.Suspend = ptr.To(true)
+	suite.Must(t, suite.K8s.Create(suite.Ctx, q))
+	return ns, jobs, q
+}
+
+// wantEvents checks that the namespace has n Events of reason (the
+// operator's recorder aggregates none of these: each is one decision).
+func wantEvents(t *testing.T, ns string, reason v1alpha1.Reason, n int) {
+	t.Helper()
+	var evs corev1.EventList
+	suite.Must(t, suite.K8s.List(suite.Ctx, &evs, client.InNamespace(ns), client.MatchingFields{"reason": string(reason)}))
+	if len(evs.Items) != n {
+		t.Fatalf("%d %s events, want %d", len(evs.Items), reason, n)
 	}
 }
