@@ -28,26 +28,11 @@ import (
 func TestS01CrashStorm(t *testing.T) {
 	n := pick(200, 30)
 	kills := pick(5, 3)
-	const maxRetry = 3
 	ns := s.newNamespace(t, "rel-crash", true)
 	op := s.startOperator(t, "op", false)
 	jobs := harness.RecordJobs(t, s.c, ns)
 	mon := harness.MonitorStatus(t, s.c, ns)
-
-	want := map[string]oneShotWant{}
-	var tasks []*v1alpha1.Task
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("storm-%03d", i)
-		dur := strconv.Itoa(1 + randIntn(4))
-		opts := []testutil.TaskOpt{testutil.Retries(maxRetry, 1, 4, 2), testutil.PodAnnotations(harness.SimDuration, dur)}
-		if i%3 == 0 {
-			opts = append(opts, testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "reliability: attempt failed"))
-			want[name] = oneShotWant{v1alpha1.PhaseFailed, maxRetry + 1}
-		} else {
-			want[name] = oneShotWant{v1alpha1.PhaseSucceeded, 1}
-		}
-		tasks = append(tasks, testutil.NewTask(ns, name, opts...))
-	}
+	tasks, want := stormTasks(ns, "storm", n, 4, nil)
 	start := time.Now()
 	took := createAll(t, tasks)
 	t.Logf("created %d Tasks in %s (%d failing every attempt, %d succeeding)", n, harness.Secs(took), (n+2)/3, n-(n+2)/3)
@@ -78,7 +63,7 @@ func TestS01CrashStorm(t *testing.T) {
 		sumDown += d
 	}
 	figure(t, "%d Tasks (maxRetry %d, %d failing every attempt), %d SIGKILLs at random moments (total downtime %s): all finished %s after creation (%s after the last restart); %d Jobs for %d expected attempts, 0 duplicates wanted (got %d); %d Task versions watched, %d steps backwards",
-		n, maxRetry, (n+2)/3, kills, harness.Secs(sumDown), harness.Secs(total), harness.Secs(rest), len(seen), expectedAttempts(want), len(harness.Duplicates(seen)), events, len(mon.Problems()))
+		n, stormMaxRetry, (n+2)/3, kills, harness.Secs(sumDown), harness.Secs(total), harness.Secs(rest), len(seen), expectedAttempts(want), len(harness.Duplicates(seen)), events, len(mon.Problems()))
 	t.Logf("restart readiness: %s", joinDurations(readies))
 }
 
@@ -121,4 +106,31 @@ func joinDurations(ds []time.Duration) string {
 		parts[i] = harness.Secs(d)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// stormMaxRetry is the maxRetry of the crash storms' Tasks.
+const stormMaxRetry = 3
+
+// stormTasks are scenario 1's Tasks, named prefix-NNN: n with maxRetry
+// stormMaxRetry whose pods run 1 to maxSeconds s, every third failing
+// every attempt, and what each must end as; more, when set, adds options
+// to the i-th.
+func stormTasks(ns, prefix string, n, maxSeconds int, more func(i int) []testutil.TaskOpt) ([]*v1alpha1.Task, map[string]oneShotWant) {
+	want := map[string]oneShotWant{}
+	var tasks []*v1alpha1.Task
+	for i := range n {
+		name := fmt.Sprintf("%s-%03d", prefix, i)
+		dur := strconv.Itoa(1 + randIntn(maxSeconds))
+		opts := []testutil.TaskOpt{testutil.Retries(stormMaxRetry, 1, 4, 2), testutil.PodAnnotations(harness.SimDuration, dur)}
+		if more != nil {
+			opts = append(opts, more(i)...)
+		}
+		want[name] = oneShotWant{v1alpha1.PhaseSucceeded, 1}
+		if i%3 == 0 {
+			opts = append(opts, testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "reliability: attempt failed"))
+			want[name] = oneShotWant{v1alpha1.PhaseFailed, stormMaxRetry + 1}
+		}
+		tasks = append(tasks, testutil.NewTask(ns, name, opts...))
+	}
+	return tasks, want
 }

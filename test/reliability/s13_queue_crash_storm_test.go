@@ -4,11 +4,9 @@ package reliability
 
 import (
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
 )
@@ -22,7 +20,7 @@ import (
 func TestS13QueueCrashStorm(t *testing.T) {
 	n := pick(200, 30)
 	kills := pick(5, 3)
-	const maxRetry, maxRunning = 3, 10
+	const maxRunning = 10
 	ns := s.newNamespace(t, "rel-queue", false)
 	op := s.startOperator(t, "op", false)
 	jobs := harness.RecordJobs(t, s.c, ns)
@@ -30,21 +28,9 @@ func TestS13QueueCrashStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := map[string]oneShotWant{}
-	var tasks []*v1alpha1.Task
-	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("queued-%03d", i)
-		dur := strconv.Itoa(1 + randIntn(3))
-		opts := []testutil.TaskOpt{testutil.Queue("storm"), testutil.Priority(int32(randIntn(3))),
-			testutil.Retries(maxRetry, 1, 4, 2), testutil.PodAnnotations(harness.SimDuration, dur)}
-		if i%3 == 0 {
-			opts = append(opts, testutil.PodAnnotations(harness.SimExitCode, "1", harness.SimMessage, "reliability: attempt failed"))
-			want[name] = oneShotWant{v1alpha1.PhaseFailed, maxRetry + 1}
-		} else {
-			want[name] = oneShotWant{v1alpha1.PhaseSucceeded, 1}
-		}
-		tasks = append(tasks, testutil.NewTask(ns, name, opts...))
-	}
+	tasks, want := stormTasks(ns, "queued", n, 3, func(int) []testutil.TaskOpt {
+		return []testutil.TaskOpt{testutil.Queue("storm"), testutil.Priority(int32(randIntn(3)))}
+	})
 	start := time.Now()
 	createAll(t, tasks)
 	killStorm(t, op, kills, start, func() string { return fmt.Sprintf("at most %d attempts active so far", jobs.MaxActive()) })
