@@ -5,6 +5,7 @@ import (
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestCancelSetsANewCancelTokenAndWaitsUntilNoRunIsUnfinished(t *testing.T) {
@@ -25,11 +26,7 @@ func TestCancelSetsANewCancelTokenAndWaitsUntilNoRunIsUnfinished(t *testing.T) {
 }
 
 func TestTriggerWaitInterruptedCancelsTheRunAndExitsCancelled(t *testing.T) {
-	ns := newNamespace(t)
-	key := finishedOneShot(t, ns, "deploy")
-	inv := start(t, "-n", ns, "trigger", "deploy", "--wait", "--run-now-token", "p1")
-	inv.waitOutput(t, inv.stdout, "task/deploy triggered")
-	acceptRunNow(t, key, "p1")
+	key, inv := triggered(t, "deploy", "p1")
 	inv.waitOutput(t, inv.stderr, "Running")
 	inv.interrupt()
 	if code := inv.wait(t); code != ExitCancelled {
@@ -42,11 +39,7 @@ func TestTriggerWaitInterruptedCancelsTheRunAndExitsCancelled(t *testing.T) {
 }
 
 func TestTriggerWaitDetachedLeavesTheRunRunningWhenInterrupted(t *testing.T) {
-	ns := newNamespace(t)
-	key := finishedOneShot(t, ns, "keep")
-	inv := start(t, "-n", ns, "trigger", "keep", "--wait", "--detach", "--run-now-token", "p2")
-	inv.waitOutput(t, inv.stdout, "task/keep triggered")
-	acceptRunNow(t, key, "p2")
+	key, inv := triggered(t, "keep", "p2", "--detach")
 	inv.waitOutput(t, inv.stderr, "Running")
 	inv.interrupt()
 	if code := inv.wait(t); code != ExitError {
@@ -58,11 +51,7 @@ func TestTriggerWaitDetachedLeavesTheRunRunningWhenInterrupted(t *testing.T) {
 }
 
 func TestWaitReportsACancelledRunWithItsOwnExitCode(t *testing.T) {
-	ns := newNamespace(t)
-	key := finishedOneShot(t, ns, "nightly")
-	inv := start(t, "-n", ns, "trigger", "nightly", "--wait", "--detach", "--run-now-token", "p3")
-	inv.waitOutput(t, inv.stdout, "task/nightly triggered")
-	acceptRunNow(t, key, "p3")
+	key, inv := triggered(t, "nightly", "p3", "--detach")
 	finishRun(t, key, runs.RunNowID("p3"), v1alpha1.RunResultCancelled, "attempt 1 cancelled")
 	if code := inv.wait(t); code != ExitCancelled {
 		t.Fatalf("exit code %d, want %d\nstderr:\n%s", code, ExitCancelled, inv.stderr)
@@ -86,4 +75,17 @@ func TestHistoryAttemptsPrintsTheNewestRunsAttempts(t *testing.T) {
 		t.Fatalf("exit code %d", rc)
 	}
 	assertContains(t, "stdout", stdout, "ATTEMPT", "flaky-abcde-0-2", "Succeeded", "flaky-abcde-0-1", "PodFailed", "3", "db down")
+}
+
+// triggered runs `trigger NAME --wait --run-now-token TOKEN` (and more
+// flags) on a finished one-shot Task in a new namespace, and plays the
+// operator taking the token.
+func triggered(t *testing.T, name, token string, more ...string) (types.NamespacedName, *invocation) {
+	t.Helper()
+	ns := newNamespace(t)
+	key := finishedOneShot(t, ns, name)
+	inv := start(t, append([]string{"-n", ns, "trigger", name, "--wait", "--run-now-token", token}, more...)...)
+	inv.waitOutput(t, inv.stdout, "task/"+name+" triggered")
+	acceptRunNow(t, key, token)
+	return key, inv
 }
