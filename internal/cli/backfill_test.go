@@ -29,10 +29,7 @@ func TestBackfillWaitsForItsRequest(t *testing.T) {
 	setStatus(t, key, func(x *v1alpha1.Task) {
 		x.Status.Backfill = &v1alpha1.BackfillStatus{Token: "outage-1", State: v1alpha1.BackfillFinished, Total: 7, Started: 7, Finished: 7}
 	})
-	if code := inv.wait(t); code != ExitOK {
-		t.Fatalf("exit code %d\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stdout", inv.stdout.String(), `task/nightly: backfill "outage-1" Finished: 7 of 7 slot(s) finished`)
+	inv.exits(t, ExitOK, inv.stdout, `task/nightly: backfill "outage-1" Finished: 7 of 7 slot(s) finished`)
 
 	code, _, stderr := runCLI(t, "-n", ns, "backfill", "nightly", "--from", "yesterday", "--to", "2026-11-30T00:00:00Z")
 	if code != ExitError {

@@ -19,10 +19,7 @@ func TestCancelSetsANewCancelTokenAndWaitsUntilNoRunIsUnfinished(t *testing.T) {
 	// The operator takes the token and stops the run.
 	setStatus(t, key, func(task *v1alpha1.Task) { task.Status.LastCancelToken = runs.TokenHash(token) })
 	finishRun(t, key, runs.RunNowID("r1"), v1alpha1.RunResultCancelled, "attempt 1 cancelled")
-	if code := inv.wait(t); code != ExitOK {
-		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stdout", inv.stdout.String(), "no run is unfinished; cancelled: run "+runs.RunNowID("r1"))
+	inv.exits(t, ExitOK, inv.stdout, "no run is unfinished; cancelled: run "+runs.RunNowID("r1"))
 }
 
 func TestTriggerWaitInterruptedCancelsTheRunAndExitsCancelled(t *testing.T) {
@@ -53,10 +50,7 @@ func TestTriggerWaitDetachedLeavesTheRunRunningWhenInterrupted(t *testing.T) {
 func TestWaitReportsACancelledRunWithItsOwnExitCode(t *testing.T) {
 	key, inv := triggered(t, "nightly", "p3", "--detach")
 	finishRun(t, key, runs.RunNowID("p3"), v1alpha1.RunResultCancelled, "attempt 1 cancelled")
-	if code := inv.wait(t); code != ExitCancelled {
-		t.Fatalf("exit code %d, want %d\nstderr:\n%s", code, ExitCancelled, inv.stderr)
-	}
-	assertContains(t, "stderr", inv.stderr.String(), "was cancelled after 1 attempt")
+	inv.exits(t, ExitCancelled, inv.stderr, "was cancelled after 1 attempt")
 }
 
 func TestHistoryAttemptsPrintsTheNewestRunsAttempts(t *testing.T) {

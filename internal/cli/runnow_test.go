@@ -92,10 +92,7 @@ func TestTriggerWaitSucceeds(t *testing.T) {
 	inv.waitOutput(t, inv.stderr, "task/report: Running (run "+id+", attempt 1/2)")
 	finishRun(t, key, id, v1alpha1.RunResultSucceeded, "succeeded on attempt 1")
 
-	if code := inv.wait(t); code != ExitOK {
-		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stdout", inv.stdout.String(), "task/report succeeded (run "+id+", 1 attempt")
+	inv.exits(t, ExitOK, inv.stdout, "task/report succeeded (run "+id+", 1 attempt")
 }
 
 func TestTriggerWaitFails(t *testing.T) {
@@ -110,10 +107,7 @@ func TestTriggerWaitFails(t *testing.T) {
 	}
 	acceptRunNow(t, key, token)
 	finishRun(t, key, id, v1alpha1.RunResultFailed, "RetriesExhausted: PodFailed: exit code 1")
-	if code := inv.wait(t); code != ExitFailed {
-		t.Fatalf("exit code %d, want 1\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stderr", inv.stderr.String(),
+	inv.exits(t, ExitFailed, inv.stderr,
 		"task/deploy: run "+id+" failed after 1 attempt: RetriesExhausted: PodFailed: exit code 1",
 		"last error: PodFailed (attempt 2, job j: exit 1")
 
@@ -138,10 +132,7 @@ func TestTriggerQueuedAndReplaced(t *testing.T) {
 	if code, _, stderr := runCLI(t, "-n", ns, "trigger", "busy", "--run-now-token", "second"); code != ExitOK {
 		t.Fatalf("second trigger: exit code %d\n%s", code, stderr)
 	}
-	if code := inv.wait(t); code != ExitError {
-		t.Fatalf("exit code %d, want 3\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stderr", inv.stderr.String(), `run-now token "first" was replaced by "second" before the operator started run `)
+	inv.exits(t, ExitError, inv.stderr, `run-now token "first" was replaced by "second" before the operator started run `)
 }
 
 func TestTriggerNotFound(t *testing.T) {

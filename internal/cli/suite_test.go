@@ -145,6 +145,20 @@ func (i *invocation) wait(t *testing.T) int {
 	}
 }
 
+// exits waits for the command to end with code, then checks that w (its
+// stdout or stderr) holds each of want.
+func (i *invocation) exits(t *testing.T, code int, w *syncBuffer, want ...string) {
+	t.Helper()
+	if got := i.wait(t); got != code {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", got, code, i.stdout, i.stderr)
+	}
+	name := "stdout"
+	if w == i.stderr {
+		name = "stderr"
+	}
+	assertContains(t, name, w.String(), want...)
+}
+
 // running fails the test if the command already ended.
 func (i *invocation) running(t *testing.T) {
 	t.Helper()

@@ -46,10 +46,7 @@ func TestRunWaitSucceeds(t *testing.T) {
 	inv.waitOutput(t, inv.stderr, "task/build: Running (attempt 2/3)")
 	setStatus(t, key, func(task *v1alpha1.Task) { succeeded(task, 2) })
 
-	if code := inv.wait(t); code != ExitOK {
-		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stdout", inv.stdout.String(), "task/build succeeded (run 0, 2 attempts, 12s)")
+	inv.exits(t, ExitOK, inv.stdout, "task/build succeeded (run 0, 2 attempts, 12s)")
 }
 
 func TestRunWaitFails(t *testing.T) {
@@ -68,10 +65,7 @@ func TestRunWaitFails(t *testing.T) {
 		setCondition(task, v1alpha1.ConditionFailed, metav1.ConditionTrue, v1alpha1.ReasonRetriesExhausted,
 			"run 0 failed after 3 attempts; last: PodFailed")
 	})
-	if code := inv.wait(t); code != ExitFailed {
-		t.Fatalf("exit code %d, want 1\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stderr", inv.stderr.String(),
+	inv.exits(t, ExitFailed, inv.stderr,
 		"task/build failed: RetriesExhausted: run 0 failed after 3 attempts; last: PodFailed",
 		"last error: PodFailed (attempt 3, job build-abcde-0-3: exit code 2\n  FAIL: TestThing")
 }
@@ -130,10 +124,7 @@ func TestWaitTaskDeleted(t *testing.T) {
 	if err := k8s.Delete(suiteCtx, task); err != nil {
 		t.Fatal(err)
 	}
-	if code := inv.wait(t); code != ExitError {
-		t.Fatalf("exit code %d, want 3\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stderr", inv.stderr.String(), "task/doomed was deleted before it finished")
+	inv.exits(t, ExitError, inv.stderr, "task/doomed was deleted before it finished")
 }
 
 // TestWaitCron: for a cron Task, wait skips the finished runs and reports
@@ -178,10 +169,7 @@ func TestWaitCron(t *testing.T) {
 		task.Status.History[0].CompletionTime = &now
 		task.Status.History[0].Message = "RetriesExhausted: 2 attempts failed"
 	})
-	if code := inv.wait(t); code != ExitFailed {
-		t.Fatalf("exit code %d, want 1\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stderr", inv.stderr.String(),
+	inv.exits(t, ExitFailed, inv.stderr,
 		"task/nightly: run s200 failed after 2 attempts: RetriesExhausted: 2 attempts failed",
 		"last error: PodFailed (attempt 2, job x: boom")
 }
@@ -207,10 +195,7 @@ func TestWaitCronRunning(t *testing.T) {
 		task.Status.History[0].Result = v1alpha1.RunResultSucceeded
 		task.Status.History[0].CompletionTime = &now
 	})
-	if code := inv.wait(t); code != ExitOK {
-		t.Fatalf("exit code %d, want 0\nstderr:\n%s", code, inv.stderr)
-	}
-	assertContains(t, "stdout", inv.stdout.String(), "task/hourly succeeded (run s300, 1 attempt")
+	inv.exits(t, ExitOK, inv.stdout, "task/hourly succeeded (run s300, 1 attempt")
 }
 
 func TestRunFromJSONWithGenerateName(t *testing.T) {
