@@ -145,20 +145,27 @@ func operatorWrites(cl *cluster, before, after writeSnap, benchWrites map[string
 	if cl.audit != "" {
 		return auditWrites(cl, actorOperator, before, after, w)
 	}
-	w.method = "metrics"
-	d := diffMap(apiWrites(before.api), apiWrites(after.api))
-	c := diffMap(apiConflicts(before.api), apiConflicts(after.api))
-	for _, k := range operatorCoreResources {
-		if v := d[k] - benchWrites[k]; v != 0 {
-			w.core[k] = v
-		}
-		w.conflicts += c[k]
-	}
+	w.addAPIWrites(before, after, operatorCoreResources, benchWrites)
 	// Everything else the operator wrote: events (no leader election, so no
 	// leases). The operator's own client counts every request it sent.
 	opTotal := clientWrites(after.op) - clientWrites(before.op)
 	w.events = math.Max(opTotal-w.total(), 0)
 	return w, nil
+}
+
+// addAPIWrites counts, from the API server's request metrics between two
+// snapshots, the writes to resources and their conflicts, less what
+// others wrote to them (by resource; nil: nothing).
+func (w *writeCount) addAPIWrites(before, after writeSnap, resources []string, others map[string]float64) {
+	w.method = "metrics"
+	d := diffMap(apiWrites(before.api), apiWrites(after.api))
+	c := diffMap(apiConflicts(before.api), apiConflicts(after.api))
+	for _, k := range resources {
+		if v := d[k] - others[k]; v != 0 {
+			w.core[k] = v
+		}
+		w.conflicts += c[k]
+	}
 }
 
 // cronJobControllerResources are what the CronJob controller writes besides
@@ -173,15 +180,7 @@ func cronJobWrites(ctx context.Context, cl *cluster, namespace string, before, a
 	if cl.audit != "" {
 		return auditWrites(cl, actorCronJob, before, after, w)
 	}
-	w.method = "metrics"
-	d := diffMap(apiWrites(before.api), apiWrites(after.api))
-	c := diffMap(apiConflicts(before.api), apiConflicts(after.api))
-	for _, k := range cronJobControllerResources {
-		if v := d[k]; v != 0 {
-			w.core[k] = v
-		}
-		w.conflicts += c[k]
-	}
+	w.addAPIWrites(before, after, cronJobControllerResources, nil)
 	var evs corev1.EventList
 	if err := cl.c.List(ctx, &evs, client.InNamespace(namespace)); err != nil {
 		return w, err
