@@ -270,15 +270,24 @@ func finalPhase(p v1alpha1.TaskPhase) bool {
 	return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed
 }
 
+// eventuallyTasks polls check with the Tasks of ns until it holds (see
+// harness.Eventually); a failed list is a try that did not hold.
+func eventuallyTasks(t *testing.T, limit time.Duration, what string, note func() string, ns string, check func(ctx context.Context, tasks map[string]*v1alpha1.Task) (bool, string)) time.Duration {
+	t.Helper()
+	return harness.Eventually(t, limit, what, note, func(ctx context.Context) (bool, string) {
+		tasks, err := listTasks(ctx, ns)
+		if err != nil {
+			return false, err.Error()
+		}
+		return check(ctx, tasks)
+	})
+}
+
 // waitForTasks waits until at least want Tasks of ns satisfy has; the
 // progress line says how many do and the phases of all.
 func waitForTasks(t *testing.T, limit time.Duration, what string, ns string, op *harness.Operator, want int, has func(*v1alpha1.Task) bool) time.Duration {
 	t.Helper()
-	return harness.Eventually(t, limit, what, note(op), func(ctx context.Context) (bool, string) {
-		ts, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
+	return eventuallyTasks(t, limit, what, note(op), ns, func(ctx context.Context, ts map[string]*v1alpha1.Task) (bool, string) {
 		k := 0
 		for _, task := range ts {
 			if has(task) {
@@ -321,11 +330,7 @@ func countFinished(tasks map[string]*v1alpha1.Task) int {
 // Failed.
 func waitFinished(t *testing.T, ns string, n int, timeout time.Duration, ops ...*harness.Operator) time.Duration {
 	t.Helper()
-	return harness.Eventually(t, timeout, fmt.Sprintf("the %d Tasks of %s to finish", n, ns), note(ops...), func(ctx context.Context) (bool, string) {
-		tasks, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
+	return eventuallyTasks(t, timeout, fmt.Sprintf("the %d Tasks of %s to finish", n, ns), note(ops...), ns, func(ctx context.Context, tasks map[string]*v1alpha1.Task) (bool, string) {
 		return len(tasks) == n && countFinished(tasks) == n, phaseCounts(tasks)
 	})
 }

@@ -114,11 +114,7 @@ func TestS03LeaderFailover(t *testing.T) {
 	createAll(t, victims)
 	createAll(t, failoverTasks(ns, "first", n1, want))
 	var retryAt time.Time
-	harness.Eventually(t, 2*time.Minute, "half the first Tasks to be running or done, the victims Retrying", note(a, b), func(ctx context.Context) (bool, string) {
-		ts, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
+	eventuallyTasks(t, 2*time.Minute, "half the first Tasks to be running or done, the victims Retrying", note(a, b), ns, func(ctx context.Context, ts map[string]*v1alpha1.Task) (bool, string) {
 		k, v := 0, 0
 		for _, task := range ts {
 			if strings.HasPrefix(task.Name, "victim-") {

@@ -66,11 +66,7 @@ func TestS07NamespaceDeletion(t *testing.T) {
 			}
 		}
 		createAll(t, tasks)
-		settled := harness.Eventually(t, 3*time.Minute, fmt.Sprintf("the %d Tasks to reach their states", len(tasks)), note(op), func(ctx context.Context) (bool, string) {
-			all, err := listTasks(ctx, ns)
-			if err != nil {
-				return false, err.Error()
-			}
+		settled := eventuallyTasks(t, 3*time.Minute, fmt.Sprintf("the %d Tasks to reach their states", len(tasks)), note(op), ns, func(ctx context.Context, all map[string]*v1alpha1.Task) (bool, string) {
 			var pods corev1.PodList
 			if err := s.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 				return false, err.Error()
@@ -204,11 +200,7 @@ func TestS07NamespaceDeletion(t *testing.T) {
 				deletedAt[task.Name] = time.Now()
 			}
 		}
-		gone := harness.Eventually(t, 60*time.Second, "every Task and Job to be gone", note(op), func(ctx context.Context) (bool, string) {
-			all, err := listTasks(ctx, ns)
-			if err != nil {
-				return false, err.Error()
-			}
+		gone := eventuallyTasks(t, 60*time.Second, "every Task and Job to be gone", note(op), ns, func(ctx context.Context, all map[string]*v1alpha1.Task) (bool, string) {
 			var jl batchv1.JobList
 			if err := s.c.List(ctx, &jl, client.InNamespace(ns)); err != nil {
 				return false, err.Error()

@@ -110,11 +110,7 @@ func TestS11PodSecurity(t *testing.T) {
 	if w := warn.Take(); len(w) == 0 {
 		t.Fatalf("control: a Job whose pods break the restricted standard drew no warning: the warnings do not reach the test")
 	}
-	took := harness.Eventually(t, 2*time.Minute, "every Task to succeed (the cron one: its first run)", note(op), func(ctx context.Context) (bool, string) {
-		all, err := listTasks(ctx, ns)
-		if err != nil {
-			return false, err.Error()
-		}
+	took := eventuallyTasks(t, 2*time.Minute, "every Task to succeed (the cron one: its first run)", note(op), ns, func(ctx context.Context, all map[string]*v1alpha1.Task) (bool, string) {
 		var waiting []string
 		for _, task := range all {
 			ok := task.Status.Phase == v1alpha1.PhaseSucceeded

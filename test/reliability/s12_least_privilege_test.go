@@ -176,11 +176,7 @@ func TestS12LeastPrivilege(t *testing.T) {
 		}
 		want := map[string]v1alpha1.TaskPhase{"http-ok": v1alpha1.PhaseSucceeded, "http-fails": v1alpha1.PhaseFailed, "shell-env": v1alpha1.PhaseSucceeded,
 			"succeeds": v1alpha1.PhaseSucceeded, "fails": v1alpha1.PhaseFailed, "cannot-start": v1alpha1.PhaseFailed}
-		took := harness.Eventually(t, 3*time.Minute, "the Tasks to finish and the deleted one to go", note(op), func(ctx context.Context) (bool, string) {
-			all, err := listTasks(ctx, ns)
-			if err != nil {
-				return false, err.Error()
-			}
+		took := eventuallyTasks(t, 3*time.Minute, "the Tasks to finish and the deleted one to go", note(op), ns, func(ctx context.Context, all map[string]*v1alpha1.Task) (bool, string) {
 			var pending []string
 			for name, ph := range want {
 				if task := all[name]; task == nil || task.Status.Phase != ph {
