@@ -253,6 +253,13 @@ func createAll(t testing.TB, tasks []*v1alpha1.Task) time.Duration {
 	return time.Since(start)
 }
 
+// countJobs counts the Jobs of a namespace.
+func countJobs(ctx context.Context, ns string) (int, error) {
+	var list batchv1.JobList
+	err := s.c.List(ctx, &list, client.InNamespace(ns))
+	return len(list.Items), err
+}
+
 // listTasks reads every Task of a namespace, by name.
 func listTasks(ctx context.Context, ns string) (map[string]*v1alpha1.Task, error) {
 	var list v1alpha1.TaskList

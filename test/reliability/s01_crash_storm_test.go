@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
 	"github.com/taskops/task-operator/test/harness"
@@ -44,9 +41,8 @@ func TestS01CrashStorm(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		var list batchv1.JobList
-		_ = s.c.List(ctx, &list, client.InNamespace(ns))
-		return fmt.Sprintf("%d Jobs; %s", len(list.Items), phaseCounts(ts))
+		n, _ := countJobs(ctx, ns)
+		return fmt.Sprintf("%d Jobs; %s", n, phaseCounts(ts))
 	}
 	downs, readies := killStorm(t, op, kills, start, status)
 	rest := waitFinished(t, ns, n, pick(15*time.Minute, 5*time.Minute), op)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -201,11 +200,11 @@ func TestS07NamespaceDeletion(t *testing.T) {
 			}
 		}
 		gone := eventuallyTasks(t, 60*time.Second, "every Task and Job to be gone", note(op), ns, func(ctx context.Context, all map[string]*v1alpha1.Task) (bool, string) {
-			var jl batchv1.JobList
-			if err := s.c.List(ctx, &jl, client.InNamespace(ns)); err != nil {
+			left, err := countJobs(ctx, ns)
+			if err != nil {
 				return false, err.Error()
 			}
-			return len(all) == 0 && len(jl.Items) == 0, fmt.Sprintf("%d Tasks, %d Jobs", len(all), len(jl.Items))
+			return len(all) == 0 && left == 0, fmt.Sprintf("%d Tasks, %d Jobs", len(all), left)
 		})
 		seen := jobs.All(t)
 		var late []string
