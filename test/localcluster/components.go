@@ -99,36 +99,38 @@ func (c *Cluster) startAPIServer(st State) error {
 	return c.start("kube-apiserver", nil, args...)
 }
 
+// componentArgs are a control-plane component's binary and the flags every
+// one of them takes: its own kubeconfig for the API server and for
+// delegated authentication and authorization, and its secure port on
+// loopback with a certificate of its own.
+func (c *Cluster) componentArgs(st State, name, port string) []string {
+	kcfg := c.path("pki", name+".kubeconfig")
+	return []string{filepath.Join(st.BinDir, name),
+		"--kubeconfig=" + kcfg,
+		"--authentication-kubeconfig=" + kcfg,
+		"--authorization-kubeconfig=" + kcfg,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + port,
+		"--cert-dir=" + c.path(name),
+	}
+}
+
 func (c *Cluster) startControllerManager(st State) error {
 	// Each controller runs as its own service account (as in kubeadm
 	// clusters), so RBAC applies to controllers the way it does in production.
-	kcfg := c.path("pki", "kube-controller-manager.kubeconfig")
-	return c.start("kube-controller-manager", nil, filepath.Join(st.BinDir, "kube-controller-manager"),
-		"--kubeconfig="+kcfg,
-		"--authentication-kubeconfig="+kcfg,
-		"--authorization-kubeconfig="+kcfg,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+st.KCMPort,
-		"--cert-dir="+c.path("kube-controller-manager"),
+	return c.start("kube-controller-manager", nil, append(c.componentArgs(st, "kube-controller-manager", st.KCMPort),
 		"--leader-elect=false",
 		"--controllers="+kcmControllers,
 		"--use-service-account-credentials=true",
 		"--service-account-private-key-file="+c.path("pki", "sa.key"),
 		"--root-ca-file="+c.path("pki", "ca.crt"),
 		fmt.Sprintf("--kube-api-qps=%d", c.Settings.KCMQPS),
-		fmt.Sprintf("--kube-api-burst=%d", c.Settings.KCMBurst))
+		fmt.Sprintf("--kube-api-burst=%d", c.Settings.KCMBurst))...)
 }
 
 func (c *Cluster) startScheduler(st State) error {
-	kcfg := c.path("pki", "kube-scheduler.kubeconfig")
-	return c.start("kube-scheduler", nil, filepath.Join(st.BinDir, "kube-scheduler"),
-		"--kubeconfig="+kcfg,
-		"--authentication-kubeconfig="+kcfg,
-		"--authorization-kubeconfig="+kcfg,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+st.SchedulerPort,
-		"--cert-dir="+c.path("kube-scheduler"),
-		"--leader-elect=false")
+	return c.start("kube-scheduler", nil, append(c.componentArgs(st, "kube-scheduler", st.SchedulerPort),
+		"--leader-elect=false")...)
 }
 
 func (c *Cluster) startKwok(st State) error {
