@@ -163,14 +163,7 @@ func TestAnAdmittedTaskReadFromABehindCacheStartsInThePassTheAdmissionBrings(t *
 	inLine := before.DeepCopy()
 	inLine.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: runs.OneShot, Attempt: 1, JobName: job, Since: metav1.NewMicroTime(suite.Clock.Now())}}
 	suite.Must(t, suite.K8s.Status().Update(suite.Ctx, inLine))
-	suite.Eventually(t, "the record lists a's attempt", func() (bool, string) {
-		stored := suite.GetQueue(t, q)
-		stored.Status.Admitted, stored.Status.Running, stored.Status.ObservedGeneration = []string{job}, 1, stored.Generation
-		err := suite.K8s.Status().Update(suite.Ctx, stored)
-		return err == nil, suite.ErrString(err)
-	})
-	cached := &v1alpha1.TaskQueue{}
-	suite.WaitManualCache(t, "the record", client.ObjectKeyFromObject(q), cached, func() bool { return slices.Equal(cached.Status.Admitted, []string{job}) })
+	recordAdmitted(t, q, job)
 
 	// The pass the admission brings reads the Task from before the line.
 	r := suite.ManualReconciler(suite.StaleTask{Client: suite.ManualClient, Task: before})
@@ -429,14 +422,7 @@ func admittedAttemptKeepsItsPlace(t *testing.T, first string) {
 	admitted, jobA := queueFor(first)
 	_, jobB := queueFor("b")
 	// The record lists a's attempt (another replica admitted it).
-	suite.Eventually(t, "the record lists a's attempt", func() (bool, string) {
-		stored := suite.GetQueue(t, q)
-		stored.Status.Admitted, stored.Status.Running, stored.Status.ObservedGeneration = []string{jobA}, 1, stored.Generation
-		err := suite.K8s.Status().Update(suite.Ctx, stored)
-		return err == nil, suite.ErrString(err)
-	})
-	cached := &v1alpha1.TaskQueue{}
-	suite.WaitManualCache(t, "the record", client.ObjectKeyFromObject(q), cached, func() bool { return slices.Equal(cached.Status.Admitted, []string{jobA}) })
+	recordAdmitted(t, q, jobA)
 
 	// This replica's line shows b waiting, not a.
 	lines := waitline.New()
@@ -546,4 +532,19 @@ func wantEvents(t *testing.T, ns string, reason v1alpha1.Reason, n int) {
 	if len(evs.Items) != n {
 		t.Fatalf("%d %s events, want %d", len(evs.Items), reason, n)
 	}
+}
+
+// recordAdmitted writes the queue's record as one admitted attempt, job,
+// running (as another replica's admission would), and waits until the
+// hand-driven reconcilers' cache shows it.
+func recordAdmitted(t *testing.T, q *v1alpha1.TaskQueue, job string) {
+	t.Helper()
+	suite.Eventually(t, "the record lists "+job, func() (bool, string) {
+		stored := suite.GetQueue(t, q)
+		stored.Status.Admitted, stored.Status.Running, stored.Status.ObservedGeneration = []string{job}, 1, stored.Generation
+		err := suite.K8s.Status().Update(suite.Ctx, stored)
+		return err == nil, suite.ErrString(err)
+	})
+	cached := &v1alpha1.TaskQueue{}
+	suite.WaitManualCache(t, "the record", client.ObjectKeyFromObject(q), cached, func() bool { return slices.Equal(cached.Status.Admitted, []string{job}) })
 }

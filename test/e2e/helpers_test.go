@@ -64,6 +64,19 @@ func skippedForNode() []string {
 // requireRealNodeOnCI reports whether the suite must run on the real node:
 // on CI (CI=true), where a run that skipped the real containers must not
 // pass.
+// restartOperatorAfter starts the operator again when the test ends, if
+// the test killed it: whatever happens in a test that kills it, the tests
+// after it need one.
+func restartOperatorAfter(t *testing.T) {
+	t.Cleanup(func() {
+		if !env.op.Alive() {
+			if _, err := env.op.Start(); err != nil {
+				t.Errorf("restarting the operator: %v", err)
+			}
+		}
+	})
+}
+
 func requireRealNodeOnCI() bool { return os.Getenv("CI") == "true" }
 
 // eventually polls cond until it reports done, and fails the test at the

@@ -214,13 +214,7 @@ func TestNotificationsReachAWebhookOnTheBridge(t *testing.T) {
 func TestOperatorKilledBetweenARunsEndAndItsNotification(t *testing.T) {
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-notify-kill")
-	t.Cleanup(func() {
-		if !env.op.Alive() {
-			if _, err := env.op.Start(); err != nil {
-				t.Errorf("restarting the operator: %v", err)
-			}
-		}
-	})
+	restartOperatorAfter(t)
 	hook := webhookOnBridge(t)
 	jobs := harness.RecordJobs(t, env.c, ns)
 	task := testutil.NewTask(ns, "told-once", testutil.Shell(`sleep 2; echo "nightly failed"; exit 3`))

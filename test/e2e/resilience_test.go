@@ -107,14 +107,7 @@ func TestNamespaceDeletion(t *testing.T) {
 func TestOperatorKilledMidRun(t *testing.T) {
 	requireRealNode(t)
 	ns := newNamespace(t, "e2e-kill")
-	// Whatever happens here, the tests after this one need an operator.
-	t.Cleanup(func() {
-		if !env.op.Alive() {
-			if _, err := env.op.Start(); err != nil {
-				t.Errorf("restarting the operator: %v", err)
-			}
-		}
-	})
+	restartOperatorAfter(t)
 	jobs := harness.RecordJobs(t, env.c, ns)
 	statuses := harness.MonitorStatus(t, env.c, ns)
 
