@@ -178,12 +178,7 @@ func TestNewLockRefusesNonsense(t *testing.T) {
 }
 
 func TestLockPassesCallsOn(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	f := &fakeLock{clock: clk}
-	l, err := NewLock(f, RenewDeadline, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f, l := newTestLock(t)
 	get(t, l, f)
 	create(t, l, f)
 	renew(t, l, f)
@@ -196,12 +191,7 @@ func TestLockPassesCallsOn(t *testing.T) {
 }
 
 func TestEventsOnlyWhileHeld(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	f := &fakeLock{clock: clk}
-	l, err := NewLock(f, RenewDeadline, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	clk, f, l := newTestLock(t)
 	l.RecordEvent("before")
 	create(t, l, f)
 	l.RecordEvent("became leader")
@@ -284,12 +274,7 @@ func TestNewLeaseLockIsBuiltLikeControllerRuntimes(t *testing.T) {
 
 // The elector writes from its goroutine while reconcile workers ask Held.
 func TestHeldIsSafeForConcurrentUse(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	f := &fakeLock{clock: clk}
-	l, err := NewLock(f, RenewDeadline, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f, l := newTestLock(t)
 	done := make(chan struct{})
 	for i := 0; i < 4; i++ {
 		go func() {
@@ -310,4 +295,17 @@ func TestHeldIsSafeForConcurrentUse(t *testing.T) {
 	if !l.Held() {
 		t.Error("not held after a renewal")
 	}
+}
+
+// newTestLock is a Lock of validity RenewDeadline around a fake inner lock,
+// both on a fake clock at the present.
+func newTestLock(t *testing.T) (*clocktesting.FakePassiveClock, *fakeLock, *Lock) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	f := &fakeLock{clock: clk}
+	l, err := NewLock(f, RenewDeadline, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clk, f, l
 }

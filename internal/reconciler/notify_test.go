@@ -282,36 +282,17 @@ func TestPerTaskMetricsFollowTheStatusAndGoWithTheTask(t *testing.T) {
 	task, _ := scheduledTask(t, ns, "measured", testutil.Concurrency(v1alpha1.AllowConcurrent))
 	endSlot(t, task, false)
 	series := func(name string) string { return name + `{namespace="` + ns + `",task="measured"}` }
-	eventually(t, "the per-Task series", func() (bool, string) {
-		text := scrape(t)
-		for _, want := range []string{
-			series("taskoperator_task_last_run_success") + " 0",
-			series("taskoperator_task_consecutive_failures") + " 1",
-			series("taskoperator_task_next_schedule_timestamp_seconds"),
-			series("taskoperator_task_schedule_period_seconds") + " 300",
-		} {
-			if !strings.Contains(text, want) {
-				return false, "missing " + want
-			}
-		}
-		if strings.Contains(text, series("taskoperator_task_last_success_timestamp_seconds")) {
-			return false, "a last success before any success"
-		}
-		return true, ""
-	})
+	scraped(t, "the per-Task series", []string{
+		series("taskoperator_task_last_run_success") + " 0",
+		series("taskoperator_task_consecutive_failures") + " 1",
+		series("taskoperator_task_next_schedule_timestamp_seconds"),
+		series("taskoperator_task_schedule_period_seconds") + " 300",
+	}, series("taskoperator_task_last_success_timestamp_seconds"))
 	endSlot(t, task, true)
-	eventually(t, "the series after a success", func() (bool, string) {
-		text := scrape(t)
-		for _, want := range []string{
-			series("taskoperator_task_last_run_success") + " 1",
-			series("taskoperator_task_consecutive_failures") + " 0",
-			series("taskoperator_task_last_success_timestamp_seconds"),
-		} {
-			if !strings.Contains(text, want) {
-				return false, "missing " + want
-			}
-		}
-		return true, ""
+	scraped(t, "the series after a success", []string{
+		series("taskoperator_task_last_run_success") + " 1",
+		series("taskoperator_task_consecutive_failures") + " 0",
+		series("taskoperator_task_last_success_timestamp_seconds"),
 	})
 	must(t, k8s.Delete(ctx, getTask(t, task)))
 	eventually(t, "the series gone with the Task", func() (bool, string) {
@@ -368,4 +349,24 @@ func notificationGaveUp(t *testing.T, res reconcile.Result, task *v1alpha1.Task,
 	if len(notes) != 1 || !strings.Contains(notes[0], cause) {
 		t.Fatalf("NotificationFailed events %q, want one naming %q", notes, cause)
 	}
+}
+
+// scraped waits until the operator's metrics hold every line of want and
+// none of absent.
+func scraped(t *testing.T, what string, want []string, absent ...string) {
+	t.Helper()
+	eventually(t, what, func() (bool, string) {
+		text := scrape(t)
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				return false, "missing " + w
+			}
+		}
+		for _, a := range absent {
+			if strings.Contains(text, a) {
+				return false, "present: " + a
+			}
+		}
+		return true, ""
+	})
 }
