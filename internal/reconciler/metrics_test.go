@@ -43,22 +43,34 @@ func TestTheOperatorsMetricsAreScraped(t *testing.T) {
 	cron, _ := scheduledTask(t, ns, "metered-cron")
 	slotJob(t, cron, toSlot(t, cron))
 
-	eventually(t, "the metrics", func() (bool, string) {
+	scraped(t, "the metrics", []string{
+		`taskoperator_runs_total{result="Succeeded",type="shell"}`,
+		`taskoperator_attempts_total{outcome="started",type="shell"}`,
+		`taskoperator_attempts_total{outcome="failed",type="shell"}`,
+		`taskoperator_retries_scheduled_total{type="shell"}`,
+		`taskoperator_run_duration_seconds_count{result="Succeeded",type="shell"}`,
+		`taskoperator_schedule_start_delay_seconds_bucket{le="0.005"}`,
+		`taskoperator_schedule_start_delay_seconds_count`,
+		`taskoperator_tasks{phase="Succeeded"}`,
+		`taskoperator_tasks{phase="Retrying"}`,
+		`controller_runtime_reconcile_total{controller="task"`,
+	})
+}
+
+// scraped waits until the operator's metrics hold every line of want and
+// none of absent.
+func scraped(t *testing.T, what string, want []string, absent ...string) {
+	t.Helper()
+	eventually(t, what, func() (bool, string) {
 		text := scrape(t)
-		for _, want := range []string{
-			`taskoperator_runs_total{result="Succeeded",type="shell"}`,
-			`taskoperator_attempts_total{outcome="started",type="shell"}`,
-			`taskoperator_attempts_total{outcome="failed",type="shell"}`,
-			`taskoperator_retries_scheduled_total{type="shell"}`,
-			`taskoperator_run_duration_seconds_count{result="Succeeded",type="shell"}`,
-			`taskoperator_schedule_start_delay_seconds_bucket{le="0.005"}`,
-			`taskoperator_schedule_start_delay_seconds_count`,
-			`taskoperator_tasks{phase="Succeeded"}`,
-			`taskoperator_tasks{phase="Retrying"}`,
-			`controller_runtime_reconcile_total{controller="task"`,
-		} {
-			if !strings.Contains(text, want) {
-				return false, "missing " + want
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				return false, "missing " + w
+			}
+		}
+		for _, a := range absent {
+			if strings.Contains(text, a) {
+				return false, "present: " + a
 			}
 		}
 		return true, ""

@@ -295,10 +295,7 @@ func TestPerTaskMetricsFollowTheStatusAndGoWithTheTask(t *testing.T) {
 		series("taskoperator_task_last_success_timestamp_seconds"),
 	})
 	must(t, k8s.Delete(ctx, getTask(t, task)))
-	eventually(t, "the series gone with the Task", func() (bool, string) {
-		text := scrape(t)
-		return !strings.Contains(text, `task="measured"`), "still scraped"
-	})
+	scraped(t, "the series gone with the Task", nil, `task="measured"`)
 }
 
 // A notification Job the API server refuses never holds back the run's
@@ -349,24 +346,4 @@ func notificationGaveUp(t *testing.T, res reconcile.Result, task *v1alpha1.Task,
 	if len(notes) != 1 || !strings.Contains(notes[0], cause) {
 		t.Fatalf("NotificationFailed events %q, want one naming %q", notes, cause)
 	}
-}
-
-// scraped waits until the operator's metrics hold every line of want and
-// none of absent.
-func scraped(t *testing.T, what string, want []string, absent ...string) {
-	t.Helper()
-	eventually(t, what, func() (bool, string) {
-		text := scrape(t)
-		for _, w := range want {
-			if !strings.Contains(text, w) {
-				return false, "missing " + w
-			}
-		}
-		for _, a := range absent {
-			if strings.Contains(text, a) {
-				return false, "present: " + a
-			}
-		}
-		return true, ""
-	})
 }
