@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -412,7 +411,7 @@ func checkOneShots(t *testing.T, ns string, seen []batchv1.Job, want map[string]
 			}
 		}
 		if len(jobs) != int(st.Attempts) {
-			errs = append(errs, fmt.Sprintf("Jobs seen for attempts %v, status says %d attempts", sortedKeys(jobs), st.Attempts))
+			errs = append(errs, fmt.Sprintf("Jobs seen for attempts %v, status says %d attempts", slices.Sorted(maps.Keys(jobs)), st.Attempts))
 		}
 		if last := jobs[int(st.Attempts)]; last != "" {
 			if st.LastJobName != last {
@@ -454,15 +453,6 @@ func checkOneShots(t *testing.T, ns string, seen []batchv1.Job, want map[string]
 		t.Errorf("... %d Tasks in all did not end as they should", bad)
 	}
 	return len(seen)
-}
-
-func sortedKeys(m map[int]string) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // checkMonitor reports the steps backwards a status monitor saw, and how

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -149,7 +151,7 @@ func TestS07NamespaceDeletion(t *testing.T) {
 		}
 		if len(stoodIn) > 0 {
 			t.Logf("%d pod(s) created just before the namespace went could never be bound (the binding is refused in a terminating namespace) and kept their job-tracking finalizer; the test failed them as kube-controller-manager's pod-garbage-collector-controller would, which hack/local-cluster.sh does not run: without it the namespace never goes (pods are deleted first): %v",
-				len(stoodIn), sortedNames(stoodIn))
+				len(stoodIn), slices.Sorted(maps.Keys(stoodIn)))
 		}
 		// A Job create refused there stops the pass quietly (no error, no
 		// retry); what the log may still show are events the API server
@@ -260,13 +262,4 @@ func standInPodGC(ctx context.Context, ns string, done map[string]bool) {
 			done[p.Name] = true
 		}
 	}
-}
-
-func sortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
