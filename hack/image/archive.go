@@ -239,13 +239,7 @@ func tarDir(dir, out string) error {
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		src, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(tw, src)
-		src.Close()
-		if err != nil {
+		if err := copyFrom(tw, p); err != nil {
 			return err
 		}
 	}
@@ -337,15 +331,33 @@ func untar(archive, dir string) error {
 			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 				return err
 			}
-			w, err := os.Create(target)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(w, tr)
-			w.Close()
-			if err != nil {
+			if err := copyTo(target, tr); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// copyFrom writes the file at path to w.
+func copyFrom(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// copyTo writes r into a new file at path.
+func copyTo(path string, r io.Reader) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
