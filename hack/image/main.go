@@ -80,33 +80,11 @@ func run(args []string) error {
 		}
 		return writeAndPrint(*repo+":"+*version, *out, one(img))
 	case "busybox":
-		busybox := fs.String("busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)")
-		tag := fs.String("tag", "docker.io/library/busybox:1.37", "the image name")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if *out == "" {
-			return errors.New("busybox needs -out")
-		}
-		img, err := busyboxImage(*busybox)
-		if err != nil {
-			return err
-		}
-		return writeAndPrint(*tag, *out, one(img))
+		return binaryImage(fs, args[1:], out, "busybox", "/bin/busybox", "a static busybox (Debian's busybox-static)",
+			"docker.io/library/busybox:1.37", "the image name", busyboxImage)
 	case "pause":
-		pause := fs.String("pause", "", "a static pause binary (built from the Kubernetes module's build/pause/linux/pause.c)")
-		tag := fs.String("tag", "registry.k8s.io/pause:3.10", "the image name (containerd's sandbox_image)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if *pause == "" || *out == "" {
-			return errors.New("pause needs -pause and -out")
-		}
-		img, err := pauseImage(*pause)
-		if err != nil {
-			return err
-		}
-		return writeAndPrint(*tag, *out, one(img))
+		return binaryImage(fs, args[1:], out, "pause", "", "a static pause binary (built from the Kubernetes module's build/pause/linux/pause.c)",
+			"registry.k8s.io/pause:3.10", "the image name (containerd's sandbox_image)", pauseImage)
 	case "push":
 		archive := fs.String("archive", "", "an archive written by this command")
 		ref := fs.String("image", "", "where to push it (registry/repository:tag)")
@@ -120,6 +98,24 @@ func run(args []string) error {
 	default:
 		return fmt.Errorf("unknown command %q (operator, busybox, pause, push)", args[0])
 	}
+}
+
+// binaryImage is a verb that writes the image of one static binary, given
+// by -NAME (default path), named -tag (default tag).
+func binaryImage(fs *flag.FlagSet, args []string, out *string, name, path, pathUsage, tag, tagUsage string, build func(string) (imageDef, error)) error {
+	bin := fs.String(name, path, pathUsage)
+	ref := fs.String("tag", tag, tagUsage)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *bin == "" || *out == "" {
+		return fmt.Errorf("%s needs -%s and -out", name, name)
+	}
+	img, err := build(*bin)
+	if err != nil {
+		return err
+	}
+	return writeAndPrint(*ref, *out, one(img))
 }
 
 // one writes the archive of a single image.
