@@ -78,16 +78,7 @@ func GuardChildren() *ChildGuard {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-g.done:
-				return
-			case <-tick.C:
-				g.record()
-			}
-		}
+		Every(20*time.Millisecond, g.done, func() bool { g.record(); return true })
 	}()
 	return g
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/taskops/task-operator/internal/testutil"
 )
 
 // The real node runs its containers on this machine, so the test can see
@@ -55,27 +57,17 @@ func watchProcesses(t testing.TB, pods []corev1.Pod) *processWatch {
 	} else {
 		w.seen = n
 	}
-	go func() {
-		tick := time.NewTicker(processPollInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.cancel:
-				return
-			case <-tick.C:
-			}
-			n := countProcesses(marks)
-			w.mu.Lock()
-			w.seen = max(w.seen, n)
-			if n == 0 {
-				w.ended = time.Now()
-				w.mu.Unlock()
-				close(w.done)
-				return
-			}
-			w.mu.Unlock()
+	go testutil.Every(processPollInterval, w.cancel, func() bool {
+		n := countProcesses(marks)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.seen = max(w.seen, n)
+		if n == 0 {
+			w.ended = time.Now()
+			close(w.done)
 		}
-	}()
+		return n != 0
+	})
 	t.Cleanup(func() { close(w.cancel) })
 	return w
 }
