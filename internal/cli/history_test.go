@@ -7,15 +7,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
 func TestHistory(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "etl"}
-	createTask(t, shellTask(ns, "etl", 2))
+	ns, key, _ := newShellTask(t, "etl", 2)
 
 	code, stdout, stderr := runCLI(t, "-n", ns, "history", "etl")
 	if code != ExitOK || stdout != "" {
@@ -100,9 +97,7 @@ func TestPrintHistoryColumnsAlign(t *testing.T) {
 // TestHistoryWatch: --watch prints the runs, then a row for each run that
 // starts or changes, until interrupted (exit 0).
 func TestHistoryWatch(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "nightly"}
-	createTask(t, shellTask(ns, "nightly", 0))
+	ns, key, _ := newShellTask(t, "nightly", 0)
 	setStatus(t, key, func(task *v1alpha1.Task) {
 		task.Status.History = []v1alpha1.RunRecord{{RunID: "s100", Attempts: 1, Result: v1alpha1.RunResultSucceeded}}
 	})

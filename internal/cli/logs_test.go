@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -45,9 +44,7 @@ func pod(ns, name, job, index string, containers ...string) *corev1.Pod {
 // by completion index. envtest runs no kubelet, so pods/log cannot be
 // served there; streaming is tested with a fake clientset below.
 func TestLogsFindsPodsOfNewestAttempt(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "wide"}
-	createTask(t, shellTask(ns, "wide", 1))
+	ns, key, _ := newShellTask(t, "wide", 1)
 
 	// No Job yet: a clear error.
 	code, _, stderr := runCLI(t, "-n", ns, "logs", "wide")

@@ -121,9 +121,7 @@ func TestTriggerWaitFails(t *testing.T) {
 // TestTriggerQueuedAndReplaced: with Forbid the run queues behind the
 // active one; a token replaced before the operator took it never runs.
 func TestTriggerQueuedAndReplaced(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "busy"}
-	createTask(t, shellTask(ns, "busy", 0))
+	ns, key, _ := newShellTask(t, "busy", 0)
 	setStatus(t, key, func(task *v1alpha1.Task) { inProgress(task, v1alpha1.PhaseRunning, 1) })
 
 	inv := start(t, "-n", ns, "trigger", "busy", "--run-now-token", "first", "--wait", "--timeout", "30s")
@@ -159,9 +157,7 @@ func TestTriggerWithoutWait(t *testing.T) {
 // trigger does, and `run -f` refuses one (a new Task starts its first run
 // by itself).
 func TestRunTakesARunNowToken(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "deploy"}
-	createTask(t, shellTask(ns, "deploy", 0))
+	ns, key, _ := newShellTask(t, "deploy", 0)
 	code, _, stderr := runCLI(t, "-n", ns, "run", "deploy", "--run-now-token", "pipeline-42")
 	if got := getTask(t, key).Annotations[v1alpha1.AnnotationRunNow]; code != ExitOK || got != "pipeline-42" {
 		t.Fatalf("run NAME --run-now-token: exit %d, run-now %q\nstderr: %s", code, got, stderr)

@@ -202,6 +202,13 @@ func shellTask(ns, name string, maxRetry int32) *v1alpha1.Task {
 	return testutil.NewTask(ns, name, testutil.MaxRetry(maxRetry))
 }
 
+// newShellTask creates a shell Task of maxRetry in a new namespace.
+func newShellTask(t *testing.T, name string, maxRetry int32) (string, types.NamespacedName, *v1alpha1.Task) {
+	t.Helper()
+	ns := newNamespace(t)
+	return ns, types.NamespacedName{Namespace: ns, Name: name}, createTask(t, shellTask(ns, name, maxRetry))
+}
+
 func createTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {
 	t.Helper()
 	if err := k8s.Create(suiteCtx, task); err != nil {

@@ -3,14 +3,11 @@ package cli
 import (
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
 func TestSuspendAndResume(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "nightly"}
-	createTask(t, shellTask(ns, "nightly", 0))
+	ns, key, _ := newShellTask(t, "nightly", 0)
 
 	steps := []struct {
 		verb, out string

@@ -73,9 +73,7 @@ func TestRunWaitFails(t *testing.T) {
 // TestWaitTrustsOnlyCurrentStatus: a status computed from an older
 // generation is not trusted; the wait times out with exit code 2.
 func TestWaitTrustsOnlyCurrentStatus(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "stale"}
-	createTask(t, shellTask(ns, "stale", 0))
+	ns, key, _ := newShellTask(t, "stale", 0)
 	setStatus(t, key, func(task *v1alpha1.Task) { succeeded(task, 1) })
 
 	// A spec edit: generation 2, status still from generation 1.
@@ -115,9 +113,7 @@ func TestWaitNotFound(t *testing.T) {
 }
 
 func TestWaitTaskDeleted(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "doomed"}
-	task := createTask(t, shellTask(ns, "doomed", 0))
+	ns, key, task := newShellTask(t, "doomed", 0)
 	setStatus(t, key, func(task *v1alpha1.Task) { inProgress(task, v1alpha1.PhaseRunning, 1) })
 	inv := start(t, "-n", ns, "wait", "doomed", "--timeout", "30s")
 	inv.waitOutput(t, inv.stderr, "task/doomed: Running (attempt 1/1)")

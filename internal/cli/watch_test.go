@@ -8,7 +8,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,9 +40,7 @@ func TestWatchTaskResumes(t *testing.T) {
 	watchTimeoutSeconds = 1 // the API server ends each watch after 1s
 	t.Cleanup(func() { watchTimeoutSeconds = old })
 
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "long"}
-	createTask(t, shellTask(ns, "long", 0))
+	_, key, _ := newShellTask(t, "long", 0)
 	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: testutil.Scheme()})
 	if err != nil {
 		t.Fatal(err)
