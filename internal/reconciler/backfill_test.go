@@ -13,8 +13,7 @@ import (
 // other, oldest first, each slot once, also when the status loses its
 // progress (a lost write, a restart); the same token again does nothing.
 func TestABackfillRunsEachSlotOnceOneAfterTheOther(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	t.Cleanup(func() { fakeClock.SetTime(time.Now()) })
 	now := fakeClock.Now().UTC().Truncate(time.Minute)
 	from, to := now.Add(-27*time.Minute), now.Add(-2*time.Minute)
@@ -91,8 +90,7 @@ func unfinishedJobs(t *testing.T, task *v1alpha1.Task) int {
 }
 
 func TestABackfillThatCannotBeDoneIsRefused(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	now := fakeClock.Now().UTC()
 	task := newTask(ns, "minutely", testutil.Schedule("* * * * *"),
 		testutil.Annotation(v1alpha1.AnnotationBackfill, "too-much"),
@@ -111,8 +109,7 @@ func TestABackfillThatCannotBeDoneIsRefused(t *testing.T) {
 
 // A queued Task's backfill runs wait in its queue's line like any run.
 func TestABackfillGoesThroughTheQueue(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	t.Cleanup(func() { fakeClock.SetTime(time.Now()) })
 	createQueue(t, ns, "one", 1)
 	blocker := createTask(t, ns, "blocker", testutil.Queue("one"))

@@ -26,8 +26,7 @@ import (
 // ConfigMaps: the operator reads one only when a Task plans), and a
 // missing list is a Warning while the schedule goes on.
 func TestASkippedHolidayFromAConfigMap(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	t.Cleanup(func() { fakeClock.SetTime(time.Now()) }) // other tests' attempts must not age by days
 	// The holiday is the date of the next 09:00 UTC: tomorrow's, or today's
 	// when the suite runs before 09:00 (it failed then when the holiday
@@ -170,8 +169,7 @@ func (f forbiddenConfigMaps) Get(ctx context.Context, key client.ObjectKey, obj 
 // Ready message that gives the one-line grant, and the schedule runs on
 // the dates it has; nothing fails.
 func TestASkipDatesFromTheNamespaceDidNotGrantSaysHowAndTheScheduleRuns(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holidays"}, Data: map[string]string{"dates": "--12-25\n"}}))
 	task := newTask(ns, "settlement", manual, testutil.Schedule("0 9 * * *"), func(x *v1alpha1.Task) {
 		x.Spec.SkipDatesFrom = &v1alpha1.ConfigMapKeyRef{Name: "holidays", Key: "dates"}
@@ -201,8 +199,7 @@ func TestASkipDatesFromTheNamespaceDidNotGrantSaysHowAndTheScheduleRuns(t *testi
 // operator watches calendars); a calendar that does not exist is a
 // Warning and a Ready message while the schedule goes on.
 func TestATaskCalendarHoldsTheSlotsOfTheTasksNamingIt(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	t.Cleanup(func() { fakeClock.SetTime(time.Now()) })
 	now := fakeClock.Now().UTC()
 	slot := time.Date(now.Year(), now.Month(), now.Day(), 9, 0, 0, 0, time.UTC)

@@ -222,8 +222,7 @@ func TestRunNowWorksOnACronTask(t *testing.T) {
 }
 
 func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	// A reversed range: admission cannot tell, the parser can.
 	task := createTask(t, ns, "bad-cron", testutil.Schedule("5-1 * * * *"))
 	bad := waitTask(t, task, "InvalidSchedule", phaseIs(v1alpha1.PhaseFailed))
@@ -249,8 +248,7 @@ func TestAnUnparsableScheduleIsInvalidUntilFixed(t *testing.T) {
 }
 
 func TestACrashBetweenASlotsJobAndItsStatusMakesNoSecondJob(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	task := createTask(t, ns, "cron-crash", manual, testutil.Schedule("*/5 * * * *"))
 	first := reconcileUntil(t, task, "phase Scheduled", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseScheduled })
 	slot := first.Status.NextScheduleTime.Time
@@ -291,8 +289,7 @@ func hasEvent(t *testing.T, task *v1alpha1.Task, reason v1alpha1.Reason, text st
 // this event when a pass on a stale cached Task created the Job and its
 // write conflicted.)
 func TestMissedSlotsAreReportedWhenTheWriteOfThePassThatStartedTheNewestIsLost(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	task := createTask(t, ns, "cron-missed-crash", manual, testutil.Schedule("*/5 * * * *"))
 	first := reconcileUntil(t, task, "phase Scheduled", func(x *v1alpha1.Task) bool { return x.Status.Phase == v1alpha1.PhaseScheduled })
 	newest := first.Status.NextScheduleTime.Time.Add(25 * time.Minute)

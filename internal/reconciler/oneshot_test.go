@@ -205,8 +205,7 @@ func TestTheRunnersBadRequestExitIsNotRetried(t *testing.T) {
 }
 
 func TestAnAttemptWhosePodCannotStartIsStoppedAfterTheStartTimeout(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	task := createTask(t, ns, "no-image", testutil.StartTimeout(60))
 	job := waitJobs(t, task, 1)[0]
 	_, err := testutil.PodOf(ctx, k8s, &job, 0, testutil.Waiting("ImagePullBackOff", `Back-off pulling image "nope:1"`))
@@ -324,8 +323,7 @@ func TestAJobTheAPIServerRefusesMakesTheSpecInvalidUntilFixed(t *testing.T) {
 }
 
 func TestAFinishedTaskIsDeletedAfterItsTTL(t *testing.T) {
-	ns := newNamespace(t)
-	fakeClock.SetTime(time.Now())
+	ns := newNamespaceNow(t)
 	task := createTask(t, ns, "short-lived", func(t *v1alpha1.Task) { t.Spec.TTLSecondsAfterFinished = ptr.To[int32](60) })
 	job := waitJobs(t, task, 1)[0]
 	finished := fakeClock.Now().Truncate(time.Second)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -85,3 +86,11 @@ func edit[T client.Object](t *testing.T, obj T, change func(T)) T {
 
 // staleTask is opsuite.StaleTask.
 type staleTask = opsuite.StaleTask
+
+// newNamespaceNow is a new namespace with the fake clock set to the
+// present: where a test's Tasks are scheduled, their slots start from now.
+func newNamespaceNow(t *testing.T) string {
+	t.Helper()
+	fakeClock.SetTime(time.Now())
+	return newNamespace(t)
+}
