@@ -202,11 +202,13 @@ func shellTask(ns, name string, maxRetry int32) *v1alpha1.Task {
 	return testutil.NewTask(ns, name, testutil.MaxRetry(maxRetry))
 }
 
-// newShellTask creates a shell Task of maxRetry in a new namespace.
-func newShellTask(t *testing.T, name string, maxRetry int32) (string, types.NamespacedName, *v1alpha1.Task) {
+// newShellTask creates a shell Task of maxRetry (changed by opts) in a new
+// namespace.
+func newShellTask(t *testing.T, name string, maxRetry int32, opts ...testutil.TaskOpt) (string, types.NamespacedName, *v1alpha1.Task) {
 	t.Helper()
 	ns := newNamespace(t)
-	return ns, types.NamespacedName{Namespace: ns, Name: name}, createTask(t, shellTask(ns, name, maxRetry))
+	task := testutil.NewTask(ns, name, append([]testutil.TaskOpt{testutil.MaxRetry(maxRetry)}, opts...)...)
+	return ns, types.NamespacedName{Namespace: ns, Name: name}, createTask(t, task)
 }
 
 func createTask(t *testing.T, task *v1alpha1.Task) *v1alpha1.Task {

@@ -8,10 +8,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	cliv1alpha1 "github.com/taskops/task-operator/api/cli/v1alpha1"
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
 )
 
 const taskYAML = `apiVersion: batch.taskops.io/v1alpha1
@@ -126,11 +126,7 @@ func TestWaitTaskDeleted(t *testing.T) {
 // TestWaitCron: for a cron Task, wait skips the finished runs and reports
 // the result of the next one.
 func TestWaitCron(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "nightly"}
-	task := shellTask(ns, "nightly", 1)
-	task.Spec.Schedule = ptr.To("@hourly")
-	createTask(t, task)
+	ns, key, _ := newShellTask(t, "nightly", 1, testutil.Schedule("@hourly"))
 	past := metav1.NewTime(time.Now().Add(-time.Hour))
 	nextSlot := metav1.NewTime(time.Date(2030, 1, 1, 1, 0, 0, 0, time.UTC))
 	setStatus(t, key, func(task *v1alpha1.Task) {
@@ -172,11 +168,7 @@ func TestWaitCron(t *testing.T) {
 
 // TestWaitCronRunning: a cron run in progress is the one waited for.
 func TestWaitCronRunning(t *testing.T) {
-	ns := newNamespace(t)
-	key := types.NamespacedName{Namespace: ns, Name: "hourly"}
-	task := shellTask(ns, "hourly", 0)
-	task.Spec.Schedule = ptr.To("0 * * * *")
-	createTask(t, task)
+	ns, key, _ := newShellTask(t, "hourly", 0, testutil.Schedule("0 * * * *"))
 	now := metav1.Now()
 	setStatus(t, key, func(task *v1alpha1.Task) {
 		task.Status.Phase = v1alpha1.PhaseRunning
