@@ -251,21 +251,23 @@ func judgeCron(st *v1alpha1.TaskStatus) verdict {
 
 // recordReason is how a finished run ended: the reason its history entry
 // records. A record written before entries had a reason gets the one its
-// result implies; a failed one counts as RetriesExhausted, the reason of
-// every failure but the http runner's bad request.
+// result implies (resultReasons); a failed one counts as RetriesExhausted,
+// the reason of every failure but the http runner's bad request.
 func recordReason(rec v1alpha1.RunRecord) v1alpha1.Reason {
 	if rec.Reason != "" {
 		return rec.Reason
 	}
-	switch rec.Result {
-	case v1alpha1.RunResultSucceeded:
-		return v1alpha1.ReasonSucceeded
-	case v1alpha1.RunResultStopped:
-		return v1alpha1.AttemptReplaced
-	case v1alpha1.RunResultCancelled:
-		return v1alpha1.ReasonCancelled
+	if r, ok := resultReasons[rec.Result]; ok {
+		return r
 	}
 	return v1alpha1.ReasonRetriesExhausted
+}
+
+// resultReasons are the reasons the results other than Failed imply.
+var resultReasons = map[v1alpha1.RunResult]v1alpha1.Reason{
+	v1alpha1.RunResultSucceeded: v1alpha1.ReasonSucceeded,
+	v1alpha1.RunResultStopped:   v1alpha1.AttemptReplaced,
+	v1alpha1.RunResultCancelled: v1alpha1.ReasonCancelled,
 }
 
 func reconcilingReason(v verdict) v1alpha1.Reason {
