@@ -21,12 +21,7 @@ const createdTTL = time.Minute
 // second Job. A nil *createdJobs remembers nothing (shortcuts off).
 type createdJobs struct {
 	mu   sync.Mutex
-	jobs map[types.NamespacedName]createdJob
-}
-
-type createdJob struct {
-	job *batchv1.Job
-	at  time.Time
+	jobs map[types.NamespacedName]stamped[*batchv1.Job]
 }
 
 func (r *createdJobs) add(job *batchv1.Job, now time.Time) {
@@ -35,10 +30,7 @@ func (r *createdJobs) add(job *batchv1.Job, now time.Time) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.jobs == nil {
-		r.jobs = map[types.NamespacedName]createdJob{}
-	}
-	r.jobs[types.NamespacedName{Namespace: job.Namespace, Name: job.Name}] = createdJob{job: job, at: now}
+	remember(&r.jobs, types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, job, now)
 }
 
 // get returns a Job created less than createdTTL ago, or nil.
@@ -52,11 +44,11 @@ func (r *createdJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job 
 	if !ok {
 		return nil
 	}
-	if now.Sub(e.at) > createdTTL || now.Before(e.at) {
+	if e.stale(now, createdTTL) {
 		delete(r.jobs, key)
 		return nil
 	}
-	return e.job
+	return e.v
 }
 
 // seen forgets Jobs the cache now shows.
@@ -72,4 +64,25 @@ func (r *createdJobs) seen(jobs []batchv1.Job) {
 	for i := range jobs {
 		delete(r.jobs, types.NamespacedName{Namespace: jobs[i].Namespace, Name: jobs[i].Name})
 	}
+}
+
+// stamped is a remembered value and when it was remembered.
+type stamped[V any] struct {
+	v  V
+	at time.Time
+}
+
+// stale reports whether the value is older than ttl, or from a clock that
+// has gone backwards since: either way it may be wrong now.
+func (s stamped[V]) stale(now time.Time, ttl time.Duration) bool {
+	return now.Sub(s.at) > ttl || now.Before(s.at)
+}
+
+// remember puts v, stamped now, in *m under k (making the map if it is
+// nil).
+func remember[K comparable, V any](m *map[K]stamped[V], k K, v V, now time.Time) {
+	if *m == nil {
+		*m = map[K]stamped[V]{}
+	}
+	(*m)[k] = stamped[V]{v: v, at: now}
 }

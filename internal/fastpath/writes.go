@@ -27,12 +27,7 @@ const ownWritesTTL = 30 * time.Second
 // *ownWrites remembers nothing (shortcuts off).
 type ownWrites struct {
 	mu sync.Mutex
-	m  map[types.UID]ownWrite
-}
-
-type ownWrite struct {
-	task *v1alpha1.Task // as the status patch returned it
-	at   time.Time
+	m  map[types.UID]stamped[*v1alpha1.Task] // as the status patch returned it
 }
 
 // record remembers task, as a successful status write returned it.
@@ -42,15 +37,12 @@ func (w *ownWrites) record(task *v1alpha1.Task, now time.Time) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.m == nil {
-		w.m = map[types.UID]ownWrite{}
-	}
 	for uid, e := range w.m {
-		if now.Sub(e.at) > ownWritesTTL || now.Before(e.at) {
+		if e.stale(now, ownWritesTTL) {
 			delete(w.m, uid)
 		}
 	}
-	w.m[task.UID] = ownWrite{task: task.DeepCopy(), at: now}
+	remember(&w.m, task.UID, task.DeepCopy(), now)
 }
 
 // seen forgets the write of a Task once the cache shows it: from then on
@@ -61,7 +53,7 @@ func (w *ownWrites) seen(task *v1alpha1.Task) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if e, ok := w.m[task.UID]; ok && e.task.ResourceVersion == task.ResourceVersion {
+	if e, ok := w.m[task.UID]; ok && e.v.ResourceVersion == task.ResourceVersion {
 		delete(w.m, task.UID)
 	}
 }
@@ -93,7 +85,7 @@ func (w *ownWrites) latest(cached *v1alpha1.Task) *v1alpha1.Task {
 	if !ok {
 		return cached
 	}
-	mine := e.task
+	mine := e.v
 	switch {
 	case mine.ResourceVersion == cached.ResourceVersion:
 		delete(w.m, cached.UID) // the cache caught up
@@ -119,9 +111,9 @@ func (w *ownWrites) peek(cached *v1alpha1.Task) *v1alpha1.Task {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.m[cached.UID]
-	if !ok || e.task.ResourceVersion == cached.ResourceVersion || e.task.Generation != cached.Generation ||
-		!maps.Equal(e.task.Annotations, cached.Annotations) || !e.task.DeletionTimestamp.Equal(cached.DeletionTimestamp) {
+	if !ok || e.v.ResourceVersion == cached.ResourceVersion || e.v.Generation != cached.Generation ||
+		!maps.Equal(e.v.Annotations, cached.Annotations) || !e.v.DeletionTimestamp.Equal(cached.DeletionTimestamp) {
 		return cached
 	}
-	return e.task
+	return e.v
 }
