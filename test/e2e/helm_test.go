@@ -90,6 +90,11 @@ func TestTheHelmChartInstallsRunsTasksAndUninstallsKeepingTheCRDs(t *testing.T) 
 	if len(pods) != 1 || pods[0].Spec.Containers[0].Image != version.Image() {
 		t.Fatalf("manager pods %v, want one running %s", harness.PodPhases(pods), version.Image())
 	}
+	// No GOMEMLIMIT in the chart's defaults: the operator sets the soft
+	// limit from its container's memory limit (7/8 of the default 256Mi).
+	if logs := kubectl(t, 20*time.Second, "logs", "-n", deployNamespace, pods[0].Name); !strings.Contains(logs, "Go soft memory limit set from the container's memory limit") || !strings.Contains(logs, "234881024") {
+		t.Errorf("the operator's log does not say it set a soft memory limit of 234881024 bytes (7/8 of 256Mi):\n%s", logs)
+	}
 
 	ns := makeNamespace(t, "e2e-helm")
 	srv := serveOnBridge(t)
