@@ -134,24 +134,17 @@ func (b bound) keeps(x, slack float64) bool {
 
 // worst is the repeat furthest on the wrong side of the bound.
 func (b bound) worst(vals []float64) float64 {
-	w := vals[0]
-	for _, x := range vals[1:] {
-		if (b.atLeast && x < w) || (!b.atLeast && x > w) {
-			w = x
-		}
+	lo, hi := minMax(vals)
+	if b.atLeast {
+		return lo
 	}
-	return w
+	return hi
 }
 
 // verdict is "met" when the median keeps the target and the worst repeat
 // keeps it within worstSlack; otherwise "MISSED" saying which did not.
 func verdict(xs []float64, b bound) string {
-	var vals []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) {
-			vals = append(vals, x)
-		}
-	}
+	vals := measured(xs)
 	if len(vals) == 0 {
 		return "n/a"
 	}
@@ -180,13 +173,7 @@ func verdictVs1(xs []float64, less bool) string {
 	}
 	v := verdict(xs, b)
 	if v == "MISSED" {
-		var vals []float64
-		for _, x := range xs {
-			if !math.IsNaN(x) {
-				vals = append(vals, x)
-			}
-		}
-		if m := median(vals); m >= 0.98 && m <= 1.02 {
+		if m := median(measured(xs)); m >= 0.98 && m <= 1.02 {
 			return "MISSED (tie)"
 		}
 	}

@@ -34,6 +34,18 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// measured are the figures of the repeats that measured one (NaN: a
+// repeat without it).
+func measured(xs []float64) []float64 {
+	var vals []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			vals = append(vals, x)
+		}
+	}
+	return vals
+}
+
 func minMax(xs []float64) (lo, hi float64) {
 	lo, hi = math.NaN(), math.NaN()
 	for i, x := range xs {
@@ -79,12 +91,7 @@ func spread3(xs []float64, unit string) string {
 }
 
 func spreadWith(xs []float64, unit string, fmtNum func(float64) string) string {
-	var vals []float64
-	for _, x := range xs {
-		if !math.IsNaN(x) {
-			vals = append(vals, x)
-		}
-	}
+	vals := measured(xs)
 	if unit != "" && unit != "%" {
 		unit = " " + unit
 	}
