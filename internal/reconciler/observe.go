@@ -190,7 +190,10 @@ func (p *pass) observeRetryAfter(ctx context.Context, in *plan.Input) error {
 		func(a *runs.Attempt) bool { return a.Phase == runs.Failed && !a.RetryAfterKnown },
 		func(job string) (int64, error) {
 			pods, err := p.attemptPods(ctx, job)
-			return podRetryAfter(pods), err
+			if err != nil {
+				return 0, err
+			}
+			return podRetryAfter(pods), nil
 		})
 }
 
