@@ -25,6 +25,8 @@
 //     in line in its queue's line (internal/waitline) at once, and the
 //     queue controller's watch reads each Task through Peek, so an older
 //     event does not undo that.
+//     Both memories keep stamped values (stamped.go) that go stale after
+//     their TTL.
 //   - queue records (records.go; RememberRecord, Admitted): each queue's
 //     admission record as last written, so the Task pass woken right
 //     after an admission sees it before the cache does.
