@@ -23,24 +23,6 @@ func Eventually(t testing.TB, timeout, interval time.Duration, what string, cond
 	return poll(t, Timeout(timeout), interval, what, cond)
 }
 
-// Every calls f at each tick of interval until stop is closed or f
-// returns false: a background watcher's loop (a watcher records what it
-// sees; a test waits with Eventually).
-func Every(interval time.Duration, stop <-chan struct{}, f func() bool) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-			if !f() {
-				return
-			}
-		}
-	}
-}
-
 // Promptly is Eventually for a latency promise: bound is not scaled
 // (AtOnce says why), and the failure says which promise was broken.
 func Promptly(t testing.TB, bound, interval time.Duration, what string, cond func(ctx context.Context) (done bool, detail string)) time.Duration {

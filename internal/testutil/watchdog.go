@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -78,7 +79,7 @@ func GuardChildren() *ChildGuard {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		Every(20*time.Millisecond, g.done, func() bool { g.record(); return true })
+		wait.Until(g.record, 20*time.Millisecond, g.done)
 	}()
 	return g
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/taskops/task-operator/internal/testutil"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The real node runs its containers on this machine, so the test can see
@@ -26,11 +26,10 @@ import (
 // processWatch follows the processes of some pods' containers (the pause
 // process of each pod's sandbox aside) and records when the last one ended.
 type processWatch struct {
-	mu     sync.Mutex
-	seen   int       // the most processes seen at once
-	ended  time.Time // when none was left, after some were seen
-	done   chan struct{}
-	cancel chan struct{}
+	mu    sync.Mutex
+	seen  int       // the most processes seen at once
+	ended time.Time // when none was left, after some were seen
+	done  chan struct{}
 }
 
 // processPollInterval is how often /proc is read: a measured end is at
@@ -51,24 +50,27 @@ func watchProcesses(t testing.TB, pods []corev1.Pod) *processWatch {
 		// The cgroupfs driver keeps the UID's dashes, systemd's uses '_'.
 		marks = append(marks, []byte("pod"+uid), []byte("pod"+strings.ReplaceAll(uid, "-", "_")))
 	}
-	w := &processWatch{done: make(chan struct{}), cancel: make(chan struct{})}
+	w := &processWatch{done: make(chan struct{})}
 	if n := countProcesses(marks); n == 0 {
 		t.Fatalf("no process of the running pods %v is visible on this host: the stop tests need the local cluster's real node", podNames(pods))
 	} else {
 		w.seen = n
 	}
-	go testutil.Every(processPollInterval, w.cancel, func() bool {
-		n := countProcesses(marks)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.seen = max(w.seen, n)
-		if n == 0 {
-			w.ended = time.Now()
-			close(w.done)
-		}
-		return n != 0
-	})
-	t.Cleanup(func() { close(w.cancel) })
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_ = wait.PollUntilContextCancel(ctx, processPollInterval, false, func(context.Context) (bool, error) {
+			n := countProcesses(marks)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.seen = max(w.seen, n)
+			if n == 0 {
+				w.ended = time.Now()
+				close(w.done)
+			}
+			return n == 0, nil
+		})
+	}()
+	t.Cleanup(cancel)
 	return w
 }
 
