@@ -83,32 +83,29 @@ func CapacityTimeout(seconds int32) TaskOpt {
 // Requests adds resource requests, name and quantity in turn
 // (Requests("cpu", "1", "memory", "16Mi")).
 func Requests(nameQuantity ...string) TaskOpt {
-	return func(t *v1alpha1.Task) {
-		if t.Spec.Resources == nil {
-			t.Spec.Resources = &v1alpha1.Resources{}
-		}
-		t.Spec.Resources.Requests = addQuantities(t.Spec.Resources.Requests, nameQuantity)
-	}
+	return addQuantities(func(r *v1alpha1.Resources) *corev1.ResourceList { return &r.Requests }, nameQuantity)
 }
 
 // Limits adds resource limits, name and quantity in turn.
 func Limits(nameQuantity ...string) TaskOpt {
+	return addQuantities(func(r *v1alpha1.Resources) *corev1.ResourceList { return &r.Limits }, nameQuantity)
+}
+
+// addQuantities adds the quantities to the list of spec.resources that
+// list picks.
+func addQuantities(list func(*v1alpha1.Resources) *corev1.ResourceList, nameQuantity []string) TaskOpt {
 	return func(t *v1alpha1.Task) {
 		if t.Spec.Resources == nil {
 			t.Spec.Resources = &v1alpha1.Resources{}
 		}
-		t.Spec.Resources.Limits = addQuantities(t.Spec.Resources.Limits, nameQuantity)
+		l := list(t.Spec.Resources)
+		if *l == nil {
+			*l = corev1.ResourceList{}
+		}
+		for i := 0; i+1 < len(nameQuantity); i += 2 {
+			(*l)[corev1.ResourceName(nameQuantity[i])] = resource.MustParse(nameQuantity[i+1])
+		}
 	}
-}
-
-func addQuantities(to corev1.ResourceList, nameQuantity []string) corev1.ResourceList {
-	if to == nil {
-		to = corev1.ResourceList{}
-	}
-	for i := 0; i+1 < len(nameQuantity); i += 2 {
-		to[corev1.ResourceName(nameQuantity[i])] = resource.MustParse(nameQuantity[i+1])
-	}
-	return to
 }
 
 // Schedule makes it a cron Task.
