@@ -40,8 +40,18 @@ func main() {
 	}
 }
 
+// singleArtifacts are the verbs that write one artifact of the release.
+var singleArtifacts = map[string]func(version, out string) error{
+	"chart-archive": writeChartArchive,
+	"manifests":     writeManifests,
+}
+
 func run(args []string) error {
-	if len(args) > 0 && args[0] == "chart" {
+	verb := ""
+	if len(args) > 0 {
+		verb = args[0]
+	}
+	if verb == "chart" {
 		dir := chartDir + "/templates"
 		if len(args) > 1 {
 			dir = args[1]
@@ -50,19 +60,14 @@ func run(args []string) error {
 	}
 	// One artifact alone: the chart (test/chart loads it), or install.yaml
 	// and crds.yaml (the e2e install test).
-	for name, write := range map[string]func(version, out string) error{
-		"chart-archive": writeChartArchive,
-		"manifests":     writeManifests,
-	} {
-		if len(args) > 0 && args[0] == name {
-			fs := flag.NewFlagSet(name, flag.ContinueOnError)
-			version := fs.String("version", "", "the release version")
-			out := fs.String("out", "dist", "where to write")
-			if err := fs.Parse(args[1:]); err != nil {
-				return err
-			}
-			return write(*version, *out)
+	if write, ok := singleArtifacts[verb]; ok {
+		fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+		version := fs.String("version", "", "the release version")
+		out := fs.String("out", "dist", "where to write")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
 		}
+		return write(*version, *out)
 	}
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	version := fs.String("version", "", "the release version (vX.Y.Z), as internal/version says")
