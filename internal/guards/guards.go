@@ -9,7 +9,9 @@
 //     seen the newest object yet): a quiet requeue, not an error
 //     (OnConflict);
 //   - both at once, at the end of a pass whose stages just return their
-//     errors (Settle).
+//     errors (Settle);
+//   - a refusal that may pass (an outage: 5xx, 429, a timeout, a webhook
+//     restarting), which waits and is tried again, never final (MayPass).
 package guards
 
 import (
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -76,4 +79,13 @@ func OnConflict(ctx context.Context, err error) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	return reconcile.Result{}, err
+}
+
+// MayPass reports an API error that may not repeat: a write tried again
+// after it can succeed. A webhook the API server could not call (its
+// pods restarting, with failurePolicy Fail) is an internal error (500).
+func MayPass(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || errors.Is(err, context.DeadlineExceeded)
 }

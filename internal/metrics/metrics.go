@@ -63,6 +63,21 @@ var (
 		Namespace: namespace, Name: "notifications_total",
 		Help: "Run notifications (spec.notify) whose Job finished, by result: sent, failed.",
 	}, []string{"result"})
+
+	// EventsDropped counts Kubernetes Events the operator did not record
+	// (internal/recorder): Events are a courtesy, never waited for.
+	EventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "events_dropped_total",
+		Help: "Kubernetes Events not recorded, by why: queue_full (more waiting than the recorder holds), refused (the API server refused one for good), gave_up (refused for a reason that may pass, every try), unreferenced (an object with no reference).",
+	}, []string{"why"})
+)
+
+// The values of EventsDropped's label why.
+const (
+	EventQueueFull    = "queue_full"
+	EventRefused      = "refused"
+	EventGaveUp       = "gave_up"
+	EventUnreferenced = "unreferenced"
 )
 
 // Collectors are the operator's own metrics; reader (the manager's cache)
@@ -71,7 +86,7 @@ var (
 // leader election is off).
 func Collectors(reader client.Reader, elected <-chan struct{}, perTask PerTask) []prometheus.Collector {
 	cs := []prometheus.Collector{RunsTotal, AttemptsTotal, RunDuration, ScheduleDelay, RetriesScheduled, QueuedSlotsMissed,
-		NotificationsTotal, &cacheCollector{reader: reader, elected: elected, perTask: perTask}}
+		NotificationsTotal, EventsDropped, &cacheCollector{reader: reader, elected: elected, perTask: perTask}}
 	return cs
 }
 

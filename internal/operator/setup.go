@@ -18,12 +18,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/guards"
 	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/reconciler"
+	"github.com/taskops/task-operator/internal/recorder"
 	"github.com/taskops/task-operator/internal/taskqueue"
 	"github.com/taskops/task-operator/internal/waitline"
 )
@@ -46,15 +48,16 @@ type Shared struct {
 	Lines *waitline.Lines
 }
 
-// NewShared makes the shared parts over mgr: its client, API reader and
-// event recorder, the queues' lines, and clk, lease and shortcuts as given
+// NewShared makes the shared parts over mgr: its client and API reader,
+// an event recorder of bounded memory (internal/recorder; Setup starts
+// it with mgr), the queues' lines, and clk, lease and shortcuts as given
 // (nil clk: the real clock).
 func NewShared(mgr ctrl.Manager, clk clock.PassiveClock, lease guards.Lease, shortcuts *fastpath.Shortcuts) Shared {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	return Shared{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("task-operator"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: recorder.New(mgr.GetClient(), mgr.GetScheme(), "task-operator", recorder.Options{}),
 		Clock: clk, Lease: lease, Shortcuts: shortcuts, Lines: waitline.New(),
 	}
 }
@@ -68,12 +71,17 @@ type TaskSettings struct {
 	NotificationDeadline time.Duration
 }
 
-// Setup registers the indexes and both controllers with mgr, each built
+// Setup registers the indexes, the event recorder and both controllers with mgr, each built
 // from shared, and returns the Task controller (the envtest suites drive
 // it by hand too).
 func Setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, shared Shared, settings TaskSettings) (*reconciler.TaskReconciler, error) {
 	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, fmt.Errorf("adding the cache's indexes: %w", err)
+	}
+	if run, ok := shared.Recorder.(manager.Runnable); ok {
+		if err := mgr.Add(run); err != nil {
+			return nil, fmt.Errorf("adding the event recorder: %w", err)
+		}
 	}
 	opts = shared.Shortcuts.ControllerOptions(opts)
 	queues := &taskqueue.Reconciler{Client: shared.Client, APIReader: shared.APIReader, Recorder: shared.Recorder,

@@ -28,7 +28,7 @@ import (
 const refusalRecheck = time.Minute
 
 // waitForAPI records that the API server could not take the Job of start s
-// for a reason that may pass (mayPass): the Task waits (WaitingForAPI,
+// for a reason that may pass (guards.MayPass): the Task waits (WaitingForAPI,
 // naming the refusal) and tries again at a pace set by how long it has
 // been waiting so far (the Ready condition's transition to this reason;
 // retry.AgainAfter, as for a notification: 1 s, slowing to 30 s).

@@ -2,13 +2,11 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -94,7 +92,7 @@ func (r *TaskReconciler) notificationDeadline() time.Duration {
 
 // createNotification creates a notification Job and says what came of
 // it: the Job (created, or found under its name as this run's), or why
-// the API server refused it and whether that will pass (mayPass: a
+// the API server refused it and whether that will pass (guards.MayPass: a
 // server error, including a webhook it could not call, throttling, a
 // timeout, a lost connection); a policy's or a quota's refusal, an
 // invalid Job and someone else's Job under the name will not.
@@ -116,20 +114,11 @@ func (r *TaskReconciler) createNotification(ctx context.Context, task *v1alpha1.
 			return notify.Try{Refusal: fmt.Sprintf("Job %s exists and is not this Task's notification of run %s: delete that Job (kubectl delete job %s)", job.Name, runID, job.Name), Final: true}
 		}
 		return notify.Try{Job: job.Name}
-	case mayPass(err):
+	case guards.MayPass(err):
 		return notify.Try{Refusal: fmt.Sprintf("the API server refused notification Job %s for now: %v", job.Name, err)}
 	default:
 		return notify.Try{Refusal: fmt.Sprintf("the API server refused notification Job %s: %v", job.Name, err), Final: true}
 	}
-}
-
-// mayPass reports an API error that may not repeat: a create tried again
-// after it can succeed. A webhook the API server could not call (its
-// pods restarting, with failurePolicy Fail) is an internal error (500).
-func mayPass(err error) bool {
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) ||
-		utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // storedHistory is the Task's history as the API server has it now: a

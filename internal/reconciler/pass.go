@@ -1,9 +1,9 @@
 package reconciler
 
 import (
-	batchv1 "k8s.io/api/batch/v1"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/taskops/task-operator/api/v1alpha1"

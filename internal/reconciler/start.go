@@ -143,7 +143,7 @@ func (p *pass) createRefused(ctx context.Context, s plan.Start, job *batchv1.Job
 		p.refuse(s, v1alpha1.ReasonJobRefused, "the API server refused its Job: "+err.Error())
 	case apierrors.IsInvalid(err):
 		p.refused = &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: status.Head("the API server refused the Job: "+err.Error(), status.MaxMessage)}
-	case mayPass(err):
+	case guards.MayPass(err):
 		p.waitForAPI(s, err)
 	default:
 		return nil, err
