@@ -220,4 +220,10 @@ const (
 	// EventTooManyFailures: spec.suspendAfterFailures consecutive runs
 	// failed, so the cron Task starts no further slot.
 	EventTooManyFailures Reason = "TooManyFailures"
+	// EventChainTriggered: finished upstream runs (spec.after) started a
+	// run; the message names them.
+	EventChainTriggered Reason = "ChainTriggered"
+	// EventUpstreamMissing (Warning): a Task spec.after names does not
+	// exist; the others still count, and the Task runs when it appears.
+	EventUpstreamMissing Reason = "UpstreamMissing"
 )

@@ -60,6 +60,10 @@ const (
 	// with (a JSON object of strings, defaults filled in): every attempt of
 	// the run, retries included, runs with them, also after a restart.
 	AnnotationParams = "batch.taskops.io/params"
+	// AnnotationTrigger records on a run's Jobs the upstream runs that
+	// started it (spec.after; a JSON list of TriggerRef): the status and
+	// status.after are rebuilt from it.
+	AnnotationTrigger = "batch.taskops.io/trigger"
 	// AnnotationCancel stops every unfinished run for each new value a user
 	// sets (result Cancelled, no retry).
 	AnnotationCancel = "batch.taskops.io/cancel"

@@ -38,13 +38,15 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.type == 'http' || !has(self.http)",message="spec.http is only allowed when type is http"
 // +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.image)",message="spec.image is only allowed when type is shell: http Tasks always run the runner image"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(oldSelf.schedule)",message="spec.schedule cannot be added or removed after creation: a Task is one-shot or scheduled for life"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.timeZone)",message="spec.timeZone is only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || has(self.after) || !has(self.timeZone)",message="spec.timeZone is only allowed with spec.schedule or spec.after (skip dates are read in it)"
 // +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.nonRetryableExitCodes)",message="spec.nonRetryableExitCodes is only allowed when type is shell: the http runner has its own failure classes"
 // +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="spec.volumeMounts must name volumes of spec.volumes"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.suspendAfterFailures)",message="spec.suspendAfterFailures is only allowed with spec.schedule"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.skipDates) && !has(self.skipDatesFrom) && !has(self.skipCalendars))",message="spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule"
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || has(self.after) || (!has(self.skipDates) && !has(self.skipDatesFrom) && !has(self.skipCalendars))",message="spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule or spec.after"
+// +kubebuilder:validation:XValidation:rule="has(self.after) || !has(self.afterPolicy)",message="spec.afterPolicy is only allowed with spec.after"
+// +kubebuilder:validation:XValidation:rule="!has(self.after) || self.after.all(a, !has(a.params) || a.params.all(p, has(self.params) && self.params.exists(x, x.name == p.name)))",message="spec.after[].params[].name must name a param of spec.params"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.repeatedTimePolicy) && !has(self.skippedTimePolicy))",message="spec.repeatedTimePolicy and spec.skippedTimePolicy are only allowed with spec.schedule"
 // +kubebuilder:validation:XValidation:rule="!has(self.params) || self.params.map(p, has(p.default) ? size(bytes(p.default)) + size(p.name) : 0).sum() <= 4096",message="spec.params: the defaults are at most 4096 bytes in all (names included): a run's values are kept in its status"
 // +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.params) || self.params.all(p, has(p.default))",message="spec.params: every param of a cron Task needs a default: its slots run with the defaults"
@@ -427,6 +429,86 @@ type TaskSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	Results []ResultSpec `json:"results,omitempty"`
+
+	// After names up to 8 Tasks of the same namespace whose finished runs
+	// start a run of this Task (docs/chains.md): with afterPolicy All, once
+	// each has finished a run matching its on, newer than the one this Task
+	// last consumed; with Any, one run per matching upstream run. Each
+	// upstream run starts at most one run here. A Task with after and no
+	// schedule does not run at creation. Upstream results can become this
+	// run's params (params[].fromResult).
+	// +optional
+	// +listType=map
+	// +listMapKey=task
+	// +kubebuilder:validation:MaxItems=8
+	After []TaskAfter `json:"after,omitempty"`
+
+	// AfterPolicy says when spec.after starts a run: All (the default when
+	// empty) or Any.
+	// +optional
+	AfterPolicy AfterPolicy `json:"afterPolicy,omitempty"`
+}
+
+// AfterPolicy says when the upstream Tasks of spec.after start a run.
+// +kubebuilder:validation:Enum=All;Any
+type AfterPolicy string
+
+const (
+	// AfterAll: one run once every upstream Task has a matching finished
+	// run newer than the one last consumed; the newest of each is consumed.
+	AfterAll AfterPolicy = "All"
+	// AfterAny: each matching finished upstream run starts one run.
+	AfterAny AfterPolicy = "Any"
+)
+
+// AfterOn is an upstream run outcome that starts a run.
+// +kubebuilder:validation:Enum=Succeeded;Failed
+type AfterOn string
+
+const (
+	AfterOnSucceeded AfterOn = "Succeeded"
+	AfterOnFailed    AfterOn = "Failed"
+)
+
+// TaskAfter is one upstream Task of spec.after.
+type TaskAfter struct {
+	// Task is the upstream Task's name, in this Task's namespace; not this
+	// Task.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Task string `json:"task"`
+
+	// On lists the outcomes of the upstream's runs that count: Succeeded
+	// (default), Failed, or both. A stopped run never counts.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:default={"Succeeded"}
+	On []AfterOn `json:"on,omitempty"`
+
+	// Params take this run's params from the upstream run's results: a
+	// result the upstream run did not hand back leaves the param's
+	// default; with no default, the run fails with InvalidParams.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Params []AfterParam `json:"params,omitempty"`
+}
+
+// AfterParam sets one of this Task's params from an upstream result.
+type AfterParam struct {
+	// Name is a param of this Task (spec.params).
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,31}$`
+	Name string `json:"name"`
+
+	// FromResult names a result of the upstream Task (its spec.results).
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{0,31}$`
+	FromResult string `json:"fromResult"`
 }
 
 // NotifyOn is a run outcome a notification is sent for.
@@ -1189,6 +1271,23 @@ type TaskStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	Queued []QueuedAttempt `json:"queued,omitempty"`
 
+	// After records, per upstream Task of spec.after, the newest of its
+	// runs this Task consumed (started a run from, or skipped on a skip
+	// date): a run is never consumed twice. Rebuilt from history[].trigger
+	// when lost.
+	// +optional
+	// +listType=map
+	// +listMapKey=task
+	// +kubebuilder:validation:MaxItems=8
+	After []AfterStatus `json:"after,omitempty"`
+
+	// LastFinishedTrigger is the trigger of the newest finished run that
+	// spec.after started, written in the status write that records its
+	// end: `kubectl wait --for=jsonpath='{.status.lastFinishedTrigger.runID}'=ID`
+	// waits for the run an upstream run started (docs/chains.md).
+	// +optional
+	LastFinishedTrigger *FinishedTrigger `json:"lastFinishedTrigger,omitempty"`
+
 	// ObservedGeneration is the generation this status was computed from.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -1266,6 +1365,52 @@ type RunRecord struct {
 	// newest attempt that gave any, kept when the run failed.
 	// +optional
 	Results map[string]string `json:"results,omitempty"`
+	// Trigger lists the upstream runs that started this run (spec.after);
+	// empty for other runs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Trigger []TriggerRef `json:"trigger,omitempty"`
+}
+
+// TriggerRef is one upstream run that started a run.
+type TriggerRef struct {
+	// Task is the upstream Task.
+	// +kubebuilder:validation:MaxLength=253
+	Task string `json:"task"`
+	// RunID is its run.
+	// +kubebuilder:validation:MaxLength=32
+	RunID string `json:"runID"`
+	// CompletionTime is when that run finished: what orders its runs.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// AfterStatus is the newest run of one upstream Task this Task consumed.
+type AfterStatus struct {
+	// Task is the upstream Task.
+	// +kubebuilder:validation:MaxLength=253
+	Task string `json:"task"`
+	// LastConsumedRunID is its newest run consumed.
+	// +kubebuilder:validation:MaxLength=32
+	LastConsumedRunID string `json:"lastConsumedRunID"`
+	// LastConsumedTime is when that run finished: an upstream run counts
+	// when it finished later.
+	// +optional
+	LastConsumedTime *metav1.Time `json:"lastConsumedTime,omitempty"`
+}
+
+// FinishedTrigger is a finished run that spec.after started.
+type FinishedTrigger struct {
+	// RunID is this Task's run.
+	// +kubebuilder:validation:MaxLength=32
+	RunID string `json:"runID"`
+	// Result is how it ended.
+	Result RunResult `json:"result"`
+	// Trigger lists the upstream runs that started it.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Trigger []TriggerRef `json:"trigger"`
 }
 
 // NotificationState is where a run's notification stands.
@@ -1302,6 +1447,7 @@ const (
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Last-Error",type=string,JSONPath=`.status.lastError`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.after) || self.spec.after.all(a, a.task != self.metadata.name)",message="spec.after cannot name the Task itself"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit (no dots)"
 type Task struct {
 	metav1.TypeMeta   `json:",inline"`

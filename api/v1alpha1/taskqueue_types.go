@@ -115,4 +115,11 @@ type QueuedAttempt struct {
 	// attempt, kept until its Job carries them (spec.params).
 	// +optional
 	Params map[string]string `json:"params,omitempty"`
+
+	// Trigger lists the upstream runs that started a new run of
+	// spec.after waiting here: kept with it so the run records them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Trigger []TriggerRef `json:"trigger,omitempty"`
 }

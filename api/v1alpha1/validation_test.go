@@ -306,9 +306,9 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 
 		// Business calendars.
 		{"skip dates on a one-shot Task are refused", shellTask("skip-oneshot", func(t *v1alpha1.Task) { t.Spec.SkipDates = []string{"2026-12-25"} }),
-			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule"}},
+			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule or spec.after"}},
 		{"skip calendars on a one-shot Task are refused", shellTask("calendars-oneshot", func(t *v1alpha1.Task) { t.Spec.SkipCalendars = []string{"bank"} }),
-			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule"}},
+			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule or spec.after"}},
 		{"more than 4 skip calendars are refused", shellTask("calendars-five", func(t *v1alpha1.Task) {
 			t.Spec.Schedule, t.Spec.SkipCalendars = ptr.To("@daily"), []string{"a", "b", "c", "d", "e"}
 		}), []string{"spec.skipCalendars", "must have at most 4 items"}},
@@ -318,6 +318,23 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 		{"an unknown repeatedTimePolicy is refused", shellTask("dst-policy", func(t *v1alpha1.Task) {
 			t.Spec.Schedule, t.Spec.RepeatedTimePolicy = ptr.To("@daily"), "Thrice"
 		}), []string{"spec.repeatedTimePolicy", "Unsupported value"}},
+
+		// Chains.
+		{"a Task that runs after itself is refused", shellTask("selfish", func(t *v1alpha1.Task) { t.Spec.After = []v1alpha1.TaskAfter{{Task: "selfish"}} }),
+			[]string{"spec.after cannot name the Task itself"}},
+		{"9 upstream Tasks are refused", shellTask("after-9", func(t *v1alpha1.Task) {
+			for i := range 9 {
+				t.Spec.After = append(t.Spec.After, v1alpha1.TaskAfter{Task: fmt.Sprintf("up-%d", i)})
+			}
+		}), []string{"spec.after", "must have at most 8 items"}},
+		{"an outcome other than Succeeded and Failed is refused", shellTask("after-stopped", func(t *v1alpha1.Task) {
+			t.Spec.After = []v1alpha1.TaskAfter{{Task: "etl", On: []v1alpha1.AfterOn{"Stopped"}}}
+		}), []string{"spec.after[0].on[0]", "Unsupported value"}},
+		{"a param from a result that spec.params does not declare is refused", shellTask("after-param", func(t *v1alpha1.Task) {
+			t.Spec.After = []v1alpha1.TaskAfter{{Task: "etl", Params: []v1alpha1.AfterParam{{Name: "rows", FromResult: "rows"}}}}
+		}), []string{"spec.after[].params[].name must name a param of spec.params"}},
+		{"afterPolicy without after is refused", shellTask("policy-alone", func(t *v1alpha1.Task) { t.Spec.AfterPolicy = v1alpha1.AfterAny }),
+			[]string{"spec.afterPolicy is only allowed with spec.after"}},
 
 		// Params and results.
 		{"a param name with capitals is refused", shellTask("param-caps", func(t *v1alpha1.Task) { t.Spec.Params = []v1alpha1.ParamSpec{{Name: "Date"}} }),
@@ -414,13 +431,26 @@ func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
 		t.Spec.Schedule = ptr.To("@daily")
 		t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date", Default: ptr.To("yesterday")}}
 	})
+	chained := shellTask("report", func(t *v1alpha1.Task) {
+		t.Spec.Params = []v1alpha1.ParamSpec{{Name: "rows"}}
+		t.Spec.After = []v1alpha1.TaskAfter{{Task: "etl", On: []v1alpha1.AfterOn{v1alpha1.AfterOnSucceeded, v1alpha1.AfterOnFailed},
+			Params: []v1alpha1.AfterParam{{Name: "rows", FromResult: "rows"}}}, {Task: "load"}}
+		t.Spec.AfterPolicy = v1alpha1.AfterAny
+		t.Spec.TimeZone, t.Spec.SkipDates = ptr.To("Europe/Berlin"), []string{"--12-25"}
+	})
 	for _, task := range []*v1alpha1.Task{shellTask("minimal", nil), full, cron, every, weekdays, question, zeros, everyLong,
-		shellTask(strings.Repeat("a", 63), nil), params, httpParams, cronParams, calendar} {
+		shellTask(strings.Repeat("a", 63), nil), params, httpParams, cronParams, calendar, chained} {
 		t.Run(task.Name, func(t *testing.T) {
 			if err := k8s.Create(ctx, task, client.DryRunAll); err != nil {
 				t.Fatalf("a valid Task was refused: %v", err)
 			}
 		})
+	}
+
+	after := shellTask("after-defaults", func(t *v1alpha1.Task) { t.Spec.After = []v1alpha1.TaskAfter{{Task: "etl"}} })
+	must(t, k8s.Create(ctx, after))
+	if on := after.Spec.After[0].On; len(on) != 1 || on[0] != v1alpha1.AfterOnSucceeded {
+		t.Fatalf("spec.after[0].on defaulted to %v, want [Succeeded]", on)
 	}
 
 	minimal := shellTask("defaults", nil)

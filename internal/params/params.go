@@ -59,6 +59,14 @@ func Resolve(spec []v1alpha1.ParamSpec, raw string) (map[string]string, error) {
 			given[k] = s
 		}
 	}
+	return Values(spec, given)
+}
+
+// Values is a run's values from those given (by the run-params annotation,
+// or the upstream results of spec.after[].params): given must name
+// declared params, defaults fill the rest, and the error says what is
+// missing or too large.
+func Values(spec []v1alpha1.ParamSpec, given map[string]string) (map[string]string, error) {
 	declared := map[string]bool{}
 	for _, p := range spec {
 		declared[p.Name] = true

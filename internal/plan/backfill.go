@@ -91,7 +91,7 @@ func (d *decision) planBackfill(schedule *scheduler.Schedule, steps map[string]r
 				break
 			}
 			at := t
-			values, _ := runParams(task, id) // a slot's: the defaults, which a cron Task's params all have (admission)
+			values, _ := d.runParams(id) // a slot's: the defaults, which a cron Task's params all have (admission)
 			p.Start = append(p.Start, Start{RunID: id, Attempt: 1, Scheduled: &at, Params: values})
 			active++
 		}

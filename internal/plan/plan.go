@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/chain"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/params"
@@ -98,6 +99,11 @@ type Input struct {
 	// Calendars are the TaskCalendars spec.skipCalendars names, in its
 	// order: each one's dates, or why there are none (it does not exist).
 	Calendars []SkipDateList
+	// Upstreams are the Tasks spec.after names, in its order, as the pass
+	// saw them; Cycle, when set, is a cycle of spec.after through this
+	// Task (its names, this Task first and last).
+	Upstreams []chain.Upstream
+	Cycle     []string
 	Now       time.Time
 }
 
@@ -130,6 +136,8 @@ type Start struct {
 	// Params are the run's values (spec.params): decided when the run
 	// starts, the same for each of its attempts.
 	Params map[string]string
+	// Trigger lists the upstream runs that started the run (spec.after).
+	Trigger []v1alpha1.TriggerRef
 }
 
 // Prune is a finished run whose Jobs go (history limits).
@@ -195,6 +203,14 @@ type Plan struct {
 	// Backfill is the backfill request's new status (backfill.go); nil
 	// leaves it as it is.
 	Backfill *v1alpha1.BackfillStatus
+	// After is status.after as this pass leaves it (chain.go): nil for a
+	// Task without spec.after. ChainSkipped are the triggers a skip date
+	// consumed without a run, UpstreamMissing the Tasks of spec.after that
+	// do not exist. (The runs upstream runs started are in Start, and
+	// reported from the status: history[].trigger.)
+	After           []v1alpha1.AfterStatus
+	ChainSkipped    []chain.Trigger
+	UpstreamMissing []string
 }
 
 // Decide makes the decision of one pass. It simulates its own stops and
@@ -203,9 +219,12 @@ type Plan struct {
 // Each stage is a method of decision, in the order the pass acts.
 func Decide(in Input) Plan {
 	d := &decision{in: in, task: in.Task, now: in.Now, p: Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}}
-	schedule, problem := validate(d.task, in.Policy)
+	schedule, problem := validate(d.task, in.Policy, in.Cycle)
+	if schedule != nil || len(d.task.Spec.After) > 0 {
+		d.calendar, d.p.CalendarProblem = calendarOf(d.task, in.SkipDatesFrom, in.Calendars)
+	}
 	if schedule != nil {
-		schedule, d.p.CalendarProblem = withCalendar(schedule, d.task, in.SkipDatesFrom, in.Calendars)
+		schedule = schedule.WithCalendar(d.calendar)
 	}
 	if problem != nil {
 		d.p.Problem = problem
@@ -241,8 +260,13 @@ type decision struct {
 	// pending are the queued new runs the status remembers that may still
 	// start (queue.go).
 	pending []v1alpha1.QueuedAttempt
-	p       Plan
-	wake    earliest
+	// calendar holds the skip dates, also for chained runs; consumed and
+	// triggers are spec.after's state (chain.go).
+	calendar scheduler.Calendar
+	consumed map[string]v1alpha1.AfterStatus
+	triggers map[string]chain.Trigger
+	p        Plan
+	wake     earliest
 }
 
 // stop plans stopping attempt a of run runID and simulates it.
@@ -315,7 +339,7 @@ const PolicyRecheck = 5 * time.Minute
 // validate reports what the API server's schema could not refuse, and
 // parses the schedule. A Job create the API server refused for this
 // generation is not retried until the spec changes.
-func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *status.Problem) {
+func validate(task *v1alpha1.Task, policy *PolicyCheck, cycle []string) (*scheduler.Schedule, *status.Problem) {
 	var schedule *scheduler.Schedule
 	if task.Spec.Schedule != nil {
 		tz := ""
@@ -339,11 +363,15 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 	if policy != nil && policy.Refused != nil {
 		return nil, policy.Refused
 	}
+	if len(cycle) > 0 {
+		return nil, cycleProblem(cycle)
+	}
 	// A stored InvalidSpec of this generation may be the policy's own
 	// earlier refusal, which a namespace lifts without a spec change: when
 	// the policy now allows the spec it is tried again (a Job the API
 	// server refuses is refused again, at the cost of one request).
-	if c := meta.FindStatusCondition(task.Status.Conditions, v1alpha1.ConditionStalled); c != nil && policy == nil &&
+	// Likewise a cycle of spec.after, which an edit of another Task breaks.
+	if c := meta.FindStatusCondition(task.Status.Conditions, v1alpha1.ConditionStalled); c != nil && policy == nil && len(task.Spec.After) == 0 &&
 		c.Status == "True" && c.Reason == string(v1alpha1.ReasonInvalidSpec) && c.ObservedGeneration == task.Generation {
 		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: c.Message}
 	}
@@ -355,6 +383,14 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck) (*scheduler.Schedule, *s
 // the daylight-saving policies. Dates it cannot read are left out and
 // said in problem; a broken calendar never stops a schedule.
 func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList, calendars []SkipDateList) (*scheduler.Schedule, string) {
+	cal, problem := calendarOf(task, from, calendars)
+	return s.WithCalendar(cal), problem
+}
+
+// calendarOf is the Task's business calendar: spec.skipDates, the
+// ConfigMap's lines, the TaskCalendars' dates, and the daylight-saving
+// policies. Dates it cannot read are left out and said in problem.
+func calendarOf(task *v1alpha1.Task, from *SkipDateList, calendars []SkipDateList) (scheduler.Calendar, string) {
 	spec := &task.Spec
 	cal := scheduler.Calendar{Once: spec.RepeatedTimePolicy != v1alpha1.RepeatedTwice, RunAfter: spec.SkippedTimePolicy == v1alpha1.SkippedRunAfter}
 	var problems []string
@@ -377,7 +413,7 @@ func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList
 			}
 		}
 	}
-	return s.WithCalendar(cal), strings.Join(problems, "; ")
+	return cal, strings.Join(problems, "; ")
 }
 
 // undeclaredParams: $(params.<name>) in an http Task's request naming a

@@ -144,8 +144,9 @@ func gate(task *v1alpha1.Task, q *Queue, starts []Start, now time.Time) (admitte
 		w := v1alpha1.QueuedAttempt{RunID: s.RunID, Attempt: s.Attempt, JobName: name}
 		if s.Attempt == 1 {
 			// A new run has nothing but the status until its Job exists:
-			// its values wait here (a retry's are on its run's Jobs).
-			w.Params = s.Params
+			// its values and trigger wait here (a retry's are on its
+			// run's Jobs).
+			w.Params, w.Trigger = s.Params, s.Trigger
 		}
 		if s.Scheduled != nil {
 			w.ScheduledTime = status.Time(*s.Scheduled) // a slot: whole seconds

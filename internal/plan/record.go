@@ -26,13 +26,14 @@ func (p *Plan) RecordLater(created int) bool {
 
 // JobsSayItAll reports whether the Jobs carry everything the plan decided,
 // so that a status write can wait: not when Jobs were deleted, cron slots
-// were missed in downtime, queued runs were dropped or missed (only the
-// status records those), or the Task expires. Consumed tokens are on the
+// were missed in downtime, queued runs were dropped or missed, upstream
+// runs were consumed on a skip date (only the status records those), or
+// the Task expires. Consumed tokens are on the
 // Jobs: a new Job records the run-now token consumed and the cancel token
 // the Task carries (jobs.Build), a stopped one the cancel that stopped it.
 func (p *Plan) JobsSayItAll() bool {
 	missed := p.Schedule.Slots != nil && p.Schedule.Slots.Missed > 0
-	queueOnly := len(p.QueuedMissed) > 0 || len(p.Dropped) > 0
+	queueOnly := len(p.QueuedMissed) > 0 || len(p.Dropped) > 0 || len(p.ChainSkipped) > 0
 	return p.DeletedJobs == 0 && !missed && !queueOnly && !p.Expire
 }
 

@@ -28,7 +28,7 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 	}
 	p.Schedule = scheduler.PlanRuns(scheduler.Input{
 		Task: task, Known: known, Runs: append(runStates(d.rs, steps), pendingStates(d.pending)...), ConsumedTokens: consumedTokens(d.rs),
-		Schedule: schedule, Now: now,
+		Schedule: schedule, Triggers: d.chainTriggers(known), Now: now,
 	})
 	p.RunNowToken = p.Schedule.RunNowToken
 	if p.RunNowToken == "" {
@@ -53,7 +53,7 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 		if step := steps[run.ID]; step.Kind == retry.StartAttempt && !contains(p.Schedule.Replace, run.ID) {
 			// A retry keeps its run's values, whatever the spec or the
 			// run-params annotation say now.
-			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled, Params: run.Params()})
+			p.Start = append(p.Start, Start{RunID: run.ID, Attempt: step.Attempt, Scheduled: run.Scheduled, Params: run.Params(), Trigger: run.Trigger()})
 		}
 	}
 	suspended := task.Spec.Suspend != nil && *task.Spec.Suspend
@@ -70,21 +70,21 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 		if q.ScheduledTime != nil {
 			at = &q.ScheduledTime.Time
 		}
-		p.Start = append(p.Start, Start{RunID: q.RunID, Attempt: q.Attempt, Scheduled: at, Params: q.Params})
+		p.Start = append(p.Start, Start{RunID: q.RunID, Attempt: q.Attempt, Scheduled: at, Params: q.Params, Trigger: q.Trigger})
 	}
 	for _, nr := range p.Schedule.Start {
-		values, err := runParams(task, nr.ID)
+		values, err := d.runParams(nr.ID)
 		if err != nil {
-			// No Job: the run fails at once, and the token that asked
-			// for it is consumed all the same.
-			q := v1alpha1.QueuedAttempt{RunID: nr.ID, Attempt: 1, JobName: jobs.Name(task, nr.ID, 1)}
+			// No Job: the run fails at once, and the token (or the
+			// upstream runs) that asked for it is consumed all the same.
+			q := v1alpha1.QueuedAttempt{RunID: nr.ID, Attempt: 1, JobName: jobs.Name(task, nr.ID, 1), Trigger: nr.Trigger}
 			if nr.Scheduled != nil {
 				q.ScheduledTime = status.Time(*nr.Scheduled)
 			}
 			p.Dropped = append(p.Dropped, Dropped{Queued: q, Result: v1alpha1.RunResultFailed, Reason: v1alpha1.ReasonInvalidParams, Message: err.Error()})
 			continue
 		}
-		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled, Params: values})
+		p.Start = append(p.Start, Start{RunID: nr.ID, Attempt: 1, Scheduled: nr.Scheduled, Params: values, Trigger: nr.Trigger})
 	}
 
 	// A backfill's slots, after the scheduler's (backfill.go).
@@ -95,6 +95,7 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 	p.Start, p.Queued, overflow = gate(task, d.in.Queue, p.Start, now)
 	p.QueuedMissed = append(p.QueuedMissed, overflow...)
 	p.Queued = append(held, p.Queued...)
+	d.consumeTriggers() // spec.after's runs taken: started, queued, failed (chain.go)
 	for _, s := range p.Start {
 		d.rs = runs.AddAttempt(d.rs, s.RunID, s.Scheduled, runs.Attempt{
 			Number: s.Attempt, JobName: jobs.Name(task, s.RunID, s.Attempt), Phase: runs.Active,
@@ -104,9 +105,14 @@ func (d *decision) planRuns(schedule *scheduler.Schedule) {
 }
 
 // runParams are a new run's values: a run-now run's from the run-params
-// annotation of the same Task version as its token, run 0's and a cron
-// slot's the defaults.
-func runParams(task *v1alpha1.Task, runID string) (map[string]string, error) {
+// annotation of the same Task version as its token, a chained run's from
+// its upstream runs' results (chain.go), run 0's and a cron slot's the
+// defaults.
+func (d *decision) runParams(runID string) (map[string]string, error) {
+	task := d.task
+	if t, ok := d.chained(runID); ok {
+		return t.Params, t.ParamsErr
+	}
 	if runs.IsRunNow(runID) {
 		return params.Resolve(task.Spec.Params, task.Annotations[v1alpha1.AnnotationRunParams])
 	}

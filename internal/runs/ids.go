@@ -3,6 +3,8 @@ package runs
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 //	"0"            the initial run of a one-shot Task (OneShot)
 //	"s<unix secs>" the run of a cron slot (ScheduledID)
 //	"m<10 hex>"    the run a run-now token started (RunNowID)
+//	"a<10 hex>"    the run upstream runs started (ChainID, spec.after)
 
 // OneShot is the run id of the initial run of a one-shot Task (a Task
 // without spec.schedule).
@@ -89,4 +92,45 @@ func TokenForRun(token, runID string) string {
 		return ""
 	}
 	return token
+}
+
+// ChainID is the run id of the run that upstream runs started (spec.after):
+// "a<first 10 hex digits of sha256 of their refs>", sorted, so the same
+// upstream runs always make the same id and never start a second run.
+func ChainID(trigger []v1alpha1.TriggerRef) string {
+	keys := make([]string, 0, len(trigger))
+	for _, t := range trigger {
+		keys = append(keys, t.Task+"/"+t.RunID)
+	}
+	slices.Sort(keys)
+	return "a" + TokenHash(strings.Join(keys, ","))[:runNowHashLength]
+}
+
+// IsChained reports whether a run id was started by upstream runs.
+func IsChained(runID string) bool { return strings.HasPrefix(runID, "a") }
+
+// EncodeTrigger is a run's trigger as its Jobs record it
+// (v1alpha1.AnnotationTrigger); "" for none.
+func EncodeTrigger(trigger []v1alpha1.TriggerRef) string {
+	if len(trigger) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(trigger)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// DecodeTrigger reads EncodeTrigger's text; nil when empty or unreadable
+// (someone edited the annotation: the run then records no trigger).
+func DecodeTrigger(s string) []v1alpha1.TriggerRef {
+	if s == "" {
+		return nil
+	}
+	var out []v1alpha1.TriggerRef
+	if json.Unmarshal([]byte(s), &out) != nil {
+		return nil
+	}
+	return out
 }

@@ -101,6 +101,9 @@ type Attempt struct {
 	// Params are the values the run started with, as its Jobs record them
 	// (v1alpha1.AnnotationParams): every attempt of the run gets them.
 	Params map[string]string
+	// Trigger lists the upstream runs that started the run (spec.after),
+	// as its Jobs record them (v1alpha1.AnnotationTrigger).
+	Trigger []v1alpha1.TriggerRef
 }
 
 // Stop marks the attempt stopped by the operator at at, for reason: what
@@ -125,6 +128,17 @@ func (r *Run) Params() map[string]string {
 	for i := range r.Attempts {
 		if r.Attempts[i].Params != nil {
 			return r.Attempts[i].Params
+		}
+	}
+	return nil
+}
+
+// Trigger lists the upstream runs that started the run (spec.after): what
+// its attempts' Jobs record (the same on each).
+func (r *Run) Trigger() []v1alpha1.TriggerRef {
+	for i := range r.Attempts {
+		if r.Attempts[i].Trigger != nil {
+			return r.Attempts[i].Trigger
 		}
 	}
 	return nil
@@ -274,6 +288,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		RunNowTokenValue: tokenOfRun(job),
 		Output:           job.Annotations[v1alpha1.AnnotationOutput],
 		Params:           params.Decode(job.Annotations[v1alpha1.AnnotationParams]),
+		Trigger:          DecodeTrigger(job.Annotations[v1alpha1.AnnotationTrigger]),
 	}
 	if v, ok := job.Annotations[v1alpha1.AnnotationRetryAfter]; ok {
 		secs, _ := strconv.ParseInt(v, 10, 64)

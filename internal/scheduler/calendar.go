@@ -79,6 +79,18 @@ func (c *Calendar) skips(t time.Time) bool {
 	return c.dates[[3]int{y, int(m), d}] || c.yearly[[2]int{int(m), d}]
 }
 
+// SkipsDay reports whether t's date in the zone named tz (spec.timeZone;
+// "" is UTC) is a skip date: what a run that upstream runs start
+// (spec.after) is held to. A zone that cannot be loaded is an error, as
+// for a schedule.
+func (c *Calendar) SkipsDay(t time.Time, tz string) (bool, error) {
+	loc, err := loadZone(tz)
+	if err != nil {
+		return false, err
+	}
+	return c.skips(t.In(loc)), nil
+}
+
 // WithCalendar is the schedule with c applied (a copy: a Schedule is
 // immutable). Once and RunAfter do not apply to "@every", which has no
 // wall-clock slots.

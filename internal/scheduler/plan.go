@@ -30,6 +30,9 @@ type Input struct {
 	ConsumedTokens map[string]bool
 	// Schedule is the parsed spec.schedule of a cron Task (nil for one-shot).
 	Schedule *Schedule
+	// Triggers are the runs finished upstream runs ask for (spec.after,
+	// internal/chain), oldest first.
+	Triggers []NewRun
 	Now      time.Time
 }
 
@@ -37,6 +40,8 @@ type Input struct {
 type NewRun struct {
 	ID        string
 	Scheduled *time.Time
+	// Trigger lists the upstream runs that start it (spec.after).
+	Trigger []v1alpha1.TriggerRef
 }
 
 // Plan says which runs start and stop now.
@@ -68,14 +73,43 @@ func PlanRuns(in Input) Plan {
 	suspended := spec.Suspend != nil && *spec.Suspend
 	active := activeRuns(in.Runs)
 
-	if in.Schedule == nil && !in.Known[runs.OneShot] && !suspended {
+	// A Task that runs after others (spec.after) has no initial run.
+	if in.Schedule == nil && len(spec.After) == 0 && !in.Known[runs.OneShot] && !suspended {
 		p.Start = append(p.Start, NewRun{ID: runs.OneShot})
 	}
 	if in.Schedule != nil {
 		planSlot(in, active, suspended, &p)
 	}
 	planRunNow(in, active, &p)
+	planTriggers(in, active, suspended, &p)
 	return p
+}
+
+// planTriggers starts the runs finished upstream runs ask for, oldest
+// first, each under concurrencyPolicy beside the runs active and those
+// starting this pass: Forbid starts one when nothing runs and leaves the
+// rest waiting; Replace starts only the newest (the older ones are
+// consumed with it); Allow starts them all, up to MaxActiveRuns.
+// Suspended, they all wait. A trigger that waits is not consumed: only
+// those in p.Start are.
+func planTriggers(in Input, active []string, suspended bool, p *Plan) {
+	ts := in.Triggers
+	if suspended || len(ts) == 0 {
+		return
+	}
+	if policyOf(in.Task) == v1alpha1.ReplaceConcurrent {
+		ts = ts[len(ts)-1:]
+	} else {
+		for _, s := range p.Start {
+			active = append(active, s.ID)
+		}
+	}
+	for _, t := range ts {
+		if p.startUnderPolicy(in.Task, active, t, MaxActiveRuns) != "" {
+			return
+		}
+		active = append(active, t.ID)
+	}
 }
 
 // planSlot starts the run of the cron slot that fell due, at most one per

@@ -28,7 +28,9 @@ type judgement struct {
 	// calendar says which skip dates could not be used; it is added to
 	// Ready's message (the schedule runs on the others).
 	calendar string
-	now      time.Time
+	// upstreamMissing are the Tasks of spec.after that do not exist.
+	upstreamMissing []string
+	now             time.Time
 }
 
 // queueJudgement is what the table needs of a queued Task's queue.
@@ -133,8 +135,9 @@ func judge(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) verdict {
 	if j.problem != nil {
 		return verdict{phase: v1alpha1.PhaseFailed, ready: metav1.ConditionFalse, reason: j.problem.Reason, message: j.problem.Message, failed: true}
 	}
-	if task.Spec.Schedule != nil {
-		return judgeCron(st)
+	if task.Spec.Schedule != nil || len(task.Spec.After) > 0 {
+		// A Task that runs after others runs many times, as a cron Task.
+		return judgeCron(task, st, j.upstreamMissing)
 	}
 	if len(st.History) == 0 {
 		return verdict{phase: v1alpha1.PhasePending, ready: metav1.ConditionUnknown, reason: v1alpha1.ReasonPending,
@@ -225,7 +228,7 @@ func judgeStreak(task *v1alpha1.Task, st *v1alpha1.TaskStatus, j judgement) (ver
 // judgeCron applies the cron rows: runs in progress do not make a cron
 // Task InProgress; its readiness is that of its last run that succeeded or
 // failed for good (a run replaced or cancelled says nothing of the work).
-func judgeCron(st *v1alpha1.TaskStatus) verdict {
+func judgeCron(task *v1alpha1.Task, st *v1alpha1.TaskStatus, upstreamMissing []string) verdict {
 	v := verdict{phase: v1alpha1.PhaseScheduled, ready: metav1.ConditionTrue, reason: v1alpha1.ReasonScheduled,
 		message: "no run has finished yet"}
 	if len(st.Active) > 0 {
@@ -246,7 +249,28 @@ func judgeCron(st *v1alpha1.TaskStatus) verdict {
 	if st.NextScheduleTime != nil {
 		v.message = Head(v.message, MaxMessage-40) + "; next run at " + st.NextScheduleTime.UTC().Format(time.RFC3339)
 	}
+	if len(task.Spec.After) > 0 {
+		v.message = Head(v.message, MaxMessage-200) + "; " + afterText(task, upstreamMissing)
+	}
 	return v
+}
+
+// afterText says what spec.after waits for, and which of its Tasks do not
+// exist (not a failure: the Task runs when they appear).
+func afterText(task *v1alpha1.Task, missing []string) string {
+	names := make([]string, 0, len(task.Spec.After))
+	for _, a := range task.Spec.After {
+		names = append(names, a.Task)
+	}
+	policy := "every one of"
+	if task.Spec.AfterPolicy == v1alpha1.AfterAny {
+		policy = "any of"
+	}
+	text := "runs after " + policy + " " + strings.Join(names, ", ")
+	if len(missing) > 0 {
+		text += " (missing: " + strings.Join(missing, ", ") + ")"
+	}
+	return Head(text, 190)
 }
 
 // recordReason is how a finished run ended: the reason its history entry

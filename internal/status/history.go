@@ -93,6 +93,7 @@ func runRecord(run *runs.Run, step retry.Step, outputs map[string]Output) v1alph
 		Result:     v1alpha1.RunResultRunning,
 		StartTime:  Time(run.Started()),
 		Params:     run.Params(),
+		Trigger:    run.Trigger(),
 	}
 	if run.Scheduled != nil {
 		rec.ScheduledTime = Time(*run.Scheduled)
@@ -148,7 +149,7 @@ func newestResults(h []v1alpha1.RunRecord) map[string]string {
 func DroppedRecord(q v1alpha1.QueuedAttempt, result v1alpha1.RunResult, reason v1alpha1.Reason, msg string, now time.Time) v1alpha1.RunRecord {
 	rec := v1alpha1.RunRecord{
 		RunID: q.RunID, ScheduledTime: q.ScheduledTime.DeepCopy(), Result: result, Reason: reason,
-		CompletionTime: Time(now), Message: Head(msg, MaxMessage),
+		CompletionTime: Time(now), Message: Head(msg, MaxMessage), Trigger: q.Trigger,
 	}
 	if reason == v1alpha1.ReasonInvalidParams {
 		// It started, and failed at its start: the newest run, whose end

@@ -1,6 +1,8 @@
 package status
 
 import (
+	"slices"
+
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/runs"
@@ -93,6 +95,18 @@ func recordFinishedToken(task *v1alpha1.Task, st *v1alpha1.TaskStatus, ended []i
 		id := st.History[i].RunID
 		if token := runs.RunNowToken(task.Annotations[v1alpha1.AnnotationRunNow], id, runs.Find(rs, id)); token != "" {
 			st.LastFinishedRunNowToken = token
+		}
+	}
+}
+
+// recordFinishedTrigger keeps the trigger of the newest chained run that
+// ended (status.lastFinishedTrigger), in the write that records its end:
+// what `kubectl wait` on a downstream run waits for.
+func recordFinishedTrigger(st *v1alpha1.TaskStatus, ended []int) {
+	for _, i := range ended {
+		h := st.History[i]
+		if len(h.Trigger) > 0 {
+			st.LastFinishedTrigger = &v1alpha1.FinishedTrigger{RunID: h.RunID, Result: h.Result, Trigger: slices.Clone(h.Trigger)}
 		}
 	}
 }

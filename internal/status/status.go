@@ -93,6 +93,11 @@ type Input struct {
 	CalendarProblem string
 	// Backfill is the backfill request's new status (nil: unchanged).
 	Backfill *v1alpha1.BackfillStatus
+	// After is status.after as the pass left it (nil: unchanged);
+	// UpstreamMissing the Tasks of spec.after that do not exist (Ready's
+	// message tells them).
+	After           []v1alpha1.AfterStatus
+	UpstreamMissing []string
 	// Notifications are the Task's notification Jobs, by run id.
 	Notifications map[string]notify.Job
 	// NotificationTries are what this pass's creates of notification Jobs
@@ -126,10 +131,14 @@ func Compute(in Input) v1alpha1.TaskStatus {
 	if in.Backfill != nil {
 		st.Backfill = in.Backfill
 	}
+	if in.After != nil {
+		st.After = in.After
+	}
 	st.History = mergeHistory(withDropped(st.History, in.Dropped), rs, steps, in.Outputs)
 	st.Results = newestResults(st.History)
 	ended := newlyFinished(&st, &task.Status)
 	recordFinishedToken(task, &st, ended, rs)
+	recordFinishedTrigger(&st, ended)
 	countFailures(task, &st, ended)
 	markNotifications(task, &st, ended, in)
 	st.Active, st.ActiveOmitted = activeJobs(task.Namespace, rs)
@@ -157,7 +166,8 @@ func Compute(in Input) v1alpha1.TaskStatus {
 		}
 	}
 	setPhaseAndConditions(task, &st, judgement{steps: steps, waiting: waiting, problem: in.Problem, refusal: in.Refusal, now: in.Now,
-		queue: queueJudgement{name: in.QueueName, reason: in.QueueReason, message: in.QueueMessage}, calendar: in.CalendarProblem})
+		queue: queueJudgement{name: in.QueueName, reason: in.QueueReason, message: in.QueueMessage}, calendar: in.CalendarProblem,
+		upstreamMissing: in.UpstreamMissing})
 	return st
 }
 

@@ -96,6 +96,9 @@ func cron(opts ...testutil.TaskOpt) *v1alpha1.Task {
 	return oneShot(append([]testutil.TaskOpt{testutil.Schedule("0 * * * *")}, opts...)...)
 }
 
+// runsAfterETL makes a Task run after the Task etl (spec.after).
+func runsAfterETL(t *v1alpha1.Task) { t.Spec.After = []v1alpha1.TaskAfter{{Task: "etl"}} }
+
 // finished is a stored status that already records runs as finished.
 func finished(results ...v1alpha1.RunRecord) v1alpha1.TaskStatus {
 	return v1alpha1.TaskStatus{ObservedGeneration: 1, History: results}
@@ -165,6 +168,17 @@ func TestTheConditionsTableOfTheContract(t *testing.T) {
 			name: "cron, no run yet: Scheduled, Ready, not Finished",
 			task: cron(),
 			want: unfinished(current(v1alpha1.PhaseScheduled, v1alpha1.ReasonScheduled)),
+		},
+		{
+			name: "after others (spec.after), no run yet: as cron, Scheduled, Ready, not Finished",
+			task: oneShot(runsAfterETL),
+			want: unfinished(current(v1alpha1.PhaseScheduled, v1alpha1.ReasonScheduled)),
+		},
+		{
+			name: "after others, its last chained run failed for good: as cron, not Ready (LastRunFailed), failed",
+			task: oneShot(runsAfterETL, testutil.MaxRetry(0)),
+			runs: []runs.Run{testutil.MakeRun("a0123456789").Failed(slot, slot.Add(time.Minute), v1alpha1.AttemptPodFailed, "exit 3").Obj()},
+			want: failed(v1alpha1.PhaseScheduled, v1alpha1.ReasonLastRunFailed),
 		},
 		{
 			name: "cron, the first run running: Running, Ready, not Finished",

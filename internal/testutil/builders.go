@@ -237,6 +237,13 @@ func (w *RunWrapper) Params(values map[string]string) *RunWrapper {
 	return w
 }
 
+// Trigger sets the upstream runs the last attempt's Job records as its
+// run's trigger (spec.after).
+func (w *RunWrapper) Trigger(refs ...v1alpha1.TriggerRef) *RunWrapper {
+	w.Latest().Trigger = refs
+	return w
+}
+
 // Output sets what the operator kept of the last attempt's output.
 func (w *RunWrapper) Output(out string) *RunWrapper {
 	w.Latest().Output = out

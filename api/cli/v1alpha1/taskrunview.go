@@ -72,6 +72,10 @@ type TaskRunView struct {
 	// CompletionTime is when the run finished.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Trigger lists the upstream runs that started the run (spec.after).
+	// +optional
+	Trigger []taskv1alpha1.TriggerRef `json:"trigger,omitempty"`
 }
 
 // TaskRunViewList is what `kubectl task history -o json|yaml` prints: a

@@ -11,6 +11,7 @@ Licensed under the Apache License, Version 2.0.
 package v1alpha1
 
 import (
+	apiv1alpha1 "github.com/taskops/task-operator/api/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -39,6 +40,13 @@ func (in *TaskRunView) DeepCopyInto(out *TaskRunView) {
 	if in.CompletionTime != nil {
 		in, out := &in.CompletionTime, &out.CompletionTime
 		*out = (*in).DeepCopy()
+	}
+	if in.Trigger != nil {
+		in, out := &in.Trigger, &out.Trigger
+		*out = make([]apiv1alpha1.TriggerRef, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
 	}
 }
 
