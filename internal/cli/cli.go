@@ -208,6 +208,7 @@ Exit codes:
 		a.logsCommand(),
 		a.historyCommand(),
 		a.resultsCommand(),
+		a.chainCommand(),
 		a.backfillCommand(),
 		a.queueCommand(),
 		a.suspendCommand(true),

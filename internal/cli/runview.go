@@ -36,6 +36,7 @@ func runView(t *v1alpha1.Task, h *v1alpha1.RunRecord) *cliv1alpha1.TaskRunView {
 		Results:        h.Results,
 		StartTime:      h.StartTime,
 		CompletionTime: h.CompletionTime,
+		Trigger:        h.Trigger,
 	}
 }
 
@@ -151,7 +152,7 @@ func printRunTable(w io.Writer, views []cliv1alpha1.TaskRunView, now time.Time, 
 	if o.header {
 		head := "RUN\tRESULT\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tMESSAGE"
 		if o.wide {
-			head = "TASK\tRUN\tRESULT\tREASON\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tPARAMS\tMESSAGE"
+			head = "TASK\tRUN\tRESULT\tREASON\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tPARAMS\tTRIGGER\tMESSAGE"
 		}
 		fmt.Fprintln(tw, head)
 	}
@@ -167,7 +168,7 @@ func printRunTable(w io.Writer, views []cliv1alpha1.TaskRunView, now time.Time, 
 			if reason == "" {
 				reason = "-"
 			}
-			cols = slices.Concat([]string{v.Task}, cols[:2], []string{reason}, cols[2:6], []string{paramsColumn(v.Params)}, cols[6:])
+			cols = slices.Concat([]string{v.Task}, cols[:2], []string{reason}, cols[2:6], []string{paramsColumn(v.Params), triggerColumn(v.Trigger)}, cols[6:])
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
@@ -177,6 +178,19 @@ func printRunTable(w io.Writer, views []cliv1alpha1.TaskRunView, now time.Time, 
 // viewDuration is how long the run took, or has run so far.
 func viewDuration(v *cliv1alpha1.TaskRunView, now time.Time) (time.Duration, bool) {
 	return runDuration(&v1alpha1.RunRecord{StartTime: v.StartTime, CompletionTime: v.CompletionTime}, now)
+}
+
+// triggerColumn prints the upstream runs that started a run as
+// task/run,task/run, or "-".
+func triggerColumn(refs []v1alpha1.TriggerRef) string {
+	if len(refs) == 0 {
+		return "-"
+	}
+	var out []string
+	for _, r := range refs {
+		out = append(out, r.Task+"/"+r.RunID)
+	}
+	return oneLine(strings.Join(out, ","), 0)
 }
 
 // paramsColumn prints a run's values as k=v,k=v (sorted), or "-".

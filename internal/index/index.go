@@ -1,7 +1,8 @@
 // Package index holds the cache's field indexes both controllers read
 // by, and the index functions: a Task's Jobs by their controller, a
 // queue's Tasks and the Jobs holding its places, the Tasks waiting for a
-// Job name, and the Tasks naming a ConfigMap of skip dates. Add registers
+// Job name, the Tasks naming a TaskCalendar, and the Tasks that run
+// after a Task (spec.after). Add registers
 // them all before the manager starts.
 //
 // The queue's places index keeps a queue pass flat: it reads the Jobs
@@ -35,6 +36,9 @@ const (
 	// SkipCalendars indexes Tasks by the TaskCalendars spec.skipCalendars
 	// names, so an edited calendar wakes exactly its Tasks.
 	SkipCalendars = ".spec.skipCalendars"
+	// After indexes Tasks by the upstream Tasks spec.after names, so a
+	// finished upstream run wakes exactly the Tasks that run after it.
+	After = ".spec.after.task"
 )
 
 // Add registers every index.
@@ -52,6 +56,15 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 	}
 	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, SkipCalendars, func(o client.Object) []string {
 		return o.(*v1alpha1.Task).Spec.SkipCalendars
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, After, func(o client.Object) []string {
+		var out []string
+		for _, a := range o.(*v1alpha1.Task).Spec.After {
+			out = append(out, a.Task)
+		}
+		return out
 	}); err != nil {
 		return err
 	}

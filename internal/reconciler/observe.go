@@ -49,7 +49,8 @@ type observer struct {
 // (missing.go, notify.go), the skip dates (calendar.go), the pods of
 // active attempts (below; a remote attempt's on its worker:
 // multikueue.go), Retry-After, the queue (queue.go), the namespace's
-// policy (policy.go) and why Kueue holds attempts (kueue.go).
+// policy (policy.go), why Kueue holds attempts (kueue.go) and the Tasks
+// it runs after (chain.go).
 var observers = []observer{
 	{"listing Jobs", (*pass).readJobs},
 	{"looking for missing attempts", (*pass).findMissingAttempts},
@@ -61,6 +62,7 @@ var observers = []observer{
 	{"", (*pass).readQueue},
 	{"reading the namespace's policy", (*pass).readPolicy},
 	{"reading Kueue's Workloads", (*pass).observeHeld},
+	{"", (*pass).readUpstreams},
 }
 
 // readJobs reads the Task's Jobs, from the cache, as its runs and its

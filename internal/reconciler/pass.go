@@ -76,6 +76,7 @@ func (p *pass) recording(acted bool) plan.Recording {
 		Task: p.task, Runs: p.runs, Outputs: p.outputs, Schedule: p.plan.Schedule, CancelToken: p.plan.CancelToken,
 		Waiting: p.plan.Waiting, Problem: p.problem(), Refusal: p.jobRefused, Now: p.now,
 		Queued: p.plan.Queued, QueueName: p.task.Spec.QueueName, CalendarProblem: p.plan.CalendarProblem, Backfill: p.plan.Backfill, Notifications: p.notifications,
+		After: p.plan.After, UpstreamMissing: p.plan.UpstreamMissing,
 		NotificationTries: p.notificationTries, NotificationDeadline: p.r.notificationDeadline(),
 	}
 	in.QueueReason, in.QueueMessage = p.plan.Queue.Problem()

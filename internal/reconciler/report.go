@@ -47,6 +47,7 @@ func (p *pass) reportTransitions() {
 	p.scheduleEvents()
 	p.queueEvents()
 	p.notificationEvents()
+	p.chainEvents()
 	r, task, old, st := p.r, p.task, p.old, &p.task.Status
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == string(v1alpha1.ReasonTooManyFailures) {
 		if o := meta.FindStatusCondition(old.Conditions, v1alpha1.ConditionReady); o == nil || o.Reason != c.Reason {

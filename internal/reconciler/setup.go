@@ -34,6 +34,8 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		Watches(&v1alpha1.TaskQueue{}, queueToTasks{c: mgr.GetCache(), lines: r.Lines}).
 		// An edited holiday calendar (calendarwatch.go).
 		Watches(&v1alpha1.TaskCalendar{}, calendarToTasks{c: mgr.GetCache()}).
+		// A run of a Task others run after ended (chain.go).
+		Watches(&v1alpha1.Task{}, upstreamToTasks{c: mgr.GetCache()}).
 		WithOptions(opts)
 	// With the shortcuts: new Tasks once more, at start priority; this
 	// process's status writes as the cache shows them; and the Tasks the

@@ -69,6 +69,9 @@ func (p *pass) attemptJob(s plan.Start) *batchv1.Job {
 	if token := runs.RunNowToken(p.task.Annotations[v1alpha1.AnnotationRunNow], s.RunID, runs.Find(p.runs, s.RunID)); token != "" {
 		job.Annotations[v1alpha1.AnnotationRunNowTokenValue] = token
 	}
+	if trigger := runs.EncodeTrigger(s.Trigger); trigger != "" {
+		job.Annotations[v1alpha1.AnnotationTrigger] = trigger
+	}
 	return job
 }
 
