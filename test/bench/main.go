@@ -14,7 +14,8 @@
 // What lives where: main.go (flags, the sessions in order), scenarios.go
 // (B0, T1, the burst and idle), short.go (short runs), precreated.go,
 // memory.go, cron.go (the cron fire and the runs' whole lives), queue.go
-// and passcost.go (the queue and its passes), scale.go, oracle.go (the
+// and passcost.go (the queue and its passes), chain.go (spec.after),
+// scale.go, oracle.go (the
 // oracles, their own process), load.go (objects and the load generator),
 // track.go (the benchmark's watch), writes.go, audit.go and apiwrites.go
 // (counting requests), diag.go, stats.go, report.go (the table),
@@ -114,7 +115,7 @@ func (o *options) timeout(at1000 time.Duration) time.Duration {
 	return max(time.Duration(float64(at1000)*float64(o.n)/1000), time.Minute)
 }
 
-var allScenarios = []string{"burst", "precreated", "idle", "memory", "cron", "queue"}
+var allScenarios = []string{"burst", "precreated", "idle", "memory", "cron", "queue", "chain"}
 
 // scaleScenario is not part of "all": it is meant for -n 10000 and takes
 // up to half an hour (make bench-scale).
@@ -308,6 +309,11 @@ func run(o *options) error {
 		if o.scenarios["queue"] {
 			if r.queue, err = sessionQueue(ctx, o, rep); err != nil {
 				return fmt.Errorf("queue session: %w", err)
+			}
+		}
+		if o.scenarios["chain"] {
+			if r.chain, err = sessionChain(ctx, o, rep); err != nil {
+				return fmt.Errorf("chain session: %w", err)
 			}
 		}
 		if o.scenarios[scaleScenario] {

@@ -21,6 +21,7 @@ type repeatResult struct {
 	cron  map[string]*cronResult
 	queue *queueResult
 	scale *scaleResult
+	chain *chainResult
 }
 
 type results struct {
@@ -209,7 +210,7 @@ func (rs *results) render() string {
 	}
 	for _, section := range []func(*results, adder){
 		(*results).renderLimit, (*results).renderBurst, (*results).renderPrecreated, (*results).renderCron,
-		(*results).renderIdle, (*results).renderMemory, (*results).renderQueue, (*results).renderScale,
+		(*results).renderIdle, (*results).renderMemory, (*results).renderQueue, (*results).renderChain, (*results).renderScale,
 	} {
 		section(rs, add)
 	}
