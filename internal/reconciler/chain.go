@@ -146,7 +146,7 @@ func (h upstreamToTasks) Create(ctx context.Context, e event.CreateEvent, q work
 
 func (h upstreamToTasks) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	o, n := e.ObjectOld.(*v1alpha1.Task), e.ObjectNew.(*v1alpha1.Task)
-	if finishedRuns(o.Status.History) != finishedRuns(n.Status.History) || !equality.Semantic.DeepEqual(o.Spec.After, n.Spec.After) {
+	if finishedChanged(o.Status.History, n.Status.History) || !equality.Semantic.DeepEqual(o.Spec.After, n.Spec.After) {
 		h.wake(ctx, n, q)
 	}
 }
@@ -162,14 +162,24 @@ func (h upstreamToTasks) wake(ctx context.Context, t client.Object, q workqueue.
 	enqueueTasksBy(ctx, h.c, q, t.GetNamespace(), index.After, t.GetName())
 }
 
-// finishedRuns names the finished runs of a history: what changes when a
-// run ends, whichever run it is.
-func finishedRuns(h []v1alpha1.RunRecord) string {
-	var b strings.Builder
-	for _, r := range h {
-		if r.Result != v1alpha1.RunResultRunning {
-			b.WriteString(r.RunID + "/" + string(r.Result) + ",")
+// finishedChanged reports whether the finished runs of two histories
+// differ (a run ended, whichever run it is), without allocating: it runs
+// on every Task update the cache sees.
+func finishedChanged(old, cur []v1alpha1.RunRecord) bool {
+	i, j := 0, 0
+	for {
+		for i < len(old) && old[i].Result == v1alpha1.RunResultRunning {
+			i++
 		}
+		for j < len(cur) && cur[j].Result == v1alpha1.RunResultRunning {
+			j++
+		}
+		switch {
+		case i == len(old) || j == len(cur):
+			return i != len(old) || j != len(cur)
+		case old[i].RunID != cur[j].RunID || old[i].Result != cur[j].Result:
+			return true
+		}
+		i, j = i+1, j+1
 	}
-	return b.String()
 }
