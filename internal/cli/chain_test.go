@@ -54,4 +54,9 @@ func TestChainPrintsWhatATaskRunsAfterAndWhatRunsAfterIt(t *testing.T) {
 			t.Errorf("line %d: %q, want %q", i, lines[i], w)
 		}
 	}
+	// history shows which upstream runs started the chained runs.
+	code, stdout, _ = runCLI(t, "-n", ns, "history", "report")
+	if code != ExitOK || !strings.Contains(strings.Split(stdout, "\n")[0], "TRIGGER") || !strings.Contains(stdout, "etl/0") {
+		t.Errorf("history of a chained Task, exit code %d:\n%s", code, stdout)
+	}
 }

@@ -149,8 +149,14 @@ type tableOptions struct {
 // printRunTable prints runs as the history table.
 func printRunTable(w io.Writer, views []cliv1alpha1.TaskRunView, now time.Time, o tableOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	// The runs of a Task that runs after others (spec.after) say which
+	// upstream runs started them; other Tasks' tables keep their columns.
+	trigger := !o.wide && slices.ContainsFunc(views, func(v cliv1alpha1.TaskRunView) bool { return len(v.Trigger) > 0 })
 	if o.header {
 		head := "RUN\tRESULT\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tMESSAGE"
+		if trigger {
+			head = "RUN\tRESULT\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tTRIGGER\tMESSAGE"
+		}
 		if o.wide {
 			head = "TASK\tRUN\tRESULT\tREASON\tATTEMPTS\tSTARTED\tFINISHED\tDURATION\tPARAMS\tTRIGGER\tMESSAGE"
 		}
@@ -163,6 +169,9 @@ func printRunTable(w io.Writer, views []cliv1alpha1.TaskRunView, now time.Time, 
 		}
 		cols := []string{v.RunID, v.Phase, fmt.Sprint(v.Attempts), formatTime(v.StartTime), formatTime(v.CompletionTime), dur,
 			messageCell(v.Message, o.noTrunc || o.wide)}
+		if trigger {
+			cols = slices.Concat(cols[:6], []string{triggerColumn(v.Trigger)}, cols[6:])
+		}
 		if o.wide {
 			reason := string(v.Reason)
 			if reason == "" {
