@@ -465,6 +465,7 @@ const (
 // +kubebuilder:validation:Enum=Succeeded;Failed
 type AfterOn string
 
+// The outcomes spec.after[].on can name; a stopped run never counts.
 const (
 	AfterOnSucceeded AfterOn = "Succeeded"
 	AfterOnFailed    AfterOn = "Failed"
@@ -511,7 +512,6 @@ type AfterParam struct {
 	FromResult string `json:"fromResult"`
 }
 
-// NotifyOn is a run outcome a notification is sent for.
 // BackfillState is where a backfill request stands.
 // +kubebuilder:validation:Enum=Running;Finished;Refused;Cancelled
 type BackfillState string
@@ -655,6 +655,7 @@ type HTTPResult struct {
 	From string `json:"from"`
 }
 
+// NotifyOn is a run outcome a notification is sent for.
 // +kubebuilder:validation:Enum=Failed;Succeeded;Recovered
 type NotifyOn string
 

@@ -215,14 +215,11 @@ func Consume(consumed map[string]v1alpha1.AfterStatus, refs []v1alpha1.TriggerRe
 
 // Missing are the upstream Tasks the pass did not find, in spec.after's
 // order.
-func Missing(ups []Upstream) []string {
-	var out []string
-	for _, u := range ups {
-		if u.Missing {
-			out = append(out, u.Name)
-		}
+func Missing(ups []Upstream) (names []string) {
+	for _, u := range slices.DeleteFunc(slices.Clone(ups), func(u Upstream) bool { return !u.Missing }) {
+		names = append(names, u.Name)
 	}
-	return out
+	return names
 }
 
 // order sorts upstream runs oldest first: by completion time, then Task

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/runs"
@@ -30,7 +29,8 @@ func report(policy v1alpha1.AfterPolicy, after ...v1alpha1.TaskAfter) *v1alpha1.
 	t := &v1alpha1.Task{}
 	t.Name, t.Namespace = "report", "ns"
 	t.Spec.After, t.Spec.AfterPolicy = after, policy
-	t.Spec.Params = []v1alpha1.ParamSpec{{Name: "rows"}, {Name: "day", Default: ptr.To("today")}}
+	today := "today"
+	t.Spec.Params = []v1alpha1.ParamSpec{{Name: "rows"}, {Name: "day", Default: &today}}
 	return t
 }
 

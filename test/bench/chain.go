@@ -36,24 +36,12 @@ type chainResult struct {
 }
 
 func sessionChain(ctx context.Context, o *options, rep int) (*chainResult, error) {
-	cl, err := upCluster(ctx, o, o.fastKCM())
+	ss, err := startSession(ctx, o, o.fastKCM(), chainNamespace, fmt.Sprintf("chain-%d", rep))
+	defer ss.end(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer cl.down(ctx, o)
-	if err := cl.ensureNamespace(ctx, chainNamespace); err != nil {
-		return nil, err
-	}
-	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("chain-%d", rep))
-	if err != nil {
-		return nil, err
-	}
-	defer op.stop(o)
-	tr, err := startTracker(ctx, cl, chainNamespace, true)
-	if err != nil {
-		return nil, err
-	}
-	defer tr.close()
+	cl, tr := ss.cl, ss.tr
 
 	n := o.n
 	if _, _, err := createAll(ctx, cl.c, n, o.workers, func(i int) client.Object {

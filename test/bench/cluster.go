@@ -234,3 +234,45 @@ func (c *cluster) waitFinalizerPolicy(ctx context.Context) error {
 	}
 	return nil
 }
+
+// session is a cluster with the operator running and the benchmark's
+// watch on one namespace: what a scenario that only adds Tasks needs.
+type session struct {
+	cl *cluster
+	op *operator
+	tr *tracker
+}
+
+// startSession brings up a cluster with settings s, the namespace ns, the
+// operator (its log named label) and the tracker. The caller ends the
+// session (end), also when it returns an error: what did start stops.
+func startSession(ctx context.Context, o *options, s clusterSettings, ns, label string) (ss *session, err error) {
+	ss = &session{}
+	if ss.cl, err = upCluster(ctx, o, s); err != nil {
+		return ss, err
+	}
+	if err = ss.cl.ensureNamespace(ctx, ns); err != nil {
+		return ss, err
+	}
+	if ss.op, err = startOperator(ctx, o, ss.cl, operatorSettings{}, label); err != nil {
+		return ss, err
+	}
+	ss.tr, err = startTracker(ctx, ss.cl, ns, true)
+	return ss, err
+}
+
+// end stops what startSession started, newest first.
+func (ss *session) end(ctx context.Context, o *options) {
+	if ss == nil {
+		return
+	}
+	if ss.tr != nil {
+		ss.tr.close()
+	}
+	if ss.op != nil {
+		ss.op.stop(o)
+	}
+	if ss.cl != nil {
+		ss.cl.down(ctx, o)
+	}
+}

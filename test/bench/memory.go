@@ -40,24 +40,12 @@ func (m memResult) slope(i, j int, heap bool) float64 {
 func sessionMemory(ctx context.Context, o *options, rep int) (*memResult, error) {
 	s := o.fastKCM()
 	s.nodePods = max(s.nodePods, 5*o.n+100)
-	cl, err := upCluster(ctx, o, s)
+	ss, err := startSession(ctx, o, s, benchNamespace, fmt.Sprintf("memory-%d", rep))
+	defer ss.end(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	defer cl.down(ctx, o)
-	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
-		return nil, err
-	}
-	op, err := startOperator(ctx, o, cl, operatorSettings{}, fmt.Sprintf("memory-%d", rep))
-	if err != nil {
-		return nil, err
-	}
-	defer op.stop(o)
-	tr, err := startTracker(ctx, cl, benchNamespace, true)
-	if err != nil {
-		return nil, err
-	}
-	defer tr.close()
+	cl, op, tr := ss.cl, ss.op, ss.tr
 
 	res := &memResult{}
 	measure := func(tasks int) error {
