@@ -45,14 +45,6 @@ func withParams(a v1alpha1.TaskAfter, nameFrom ...string) v1alpha1.TaskAfter {
 	return a
 }
 
-func ids(ts []Trigger) []string {
-	var out []string
-	for _, t := range ts {
-		out = append(out, t.ID)
-	}
-	return out
-}
-
 func TestPending(t *testing.T) {
 	rowsFromETL := withParams(after("etl"), "rows", "rows")
 	ok := v1alpha1.RunResultSucceeded

@@ -18,10 +18,12 @@
 //   - prune.go: the history limits, and the TTL of a finished Task;
 //   - backfill.go: a backfill request's slots, started oldest first
 //     behind a cursor in the status (stage 4, before the queue's gate).
+//   - chain.go: the runs upstream runs start (spec.after, internal/chain),
+//     and what they consume (stage 4).
 //
 // A run's values (spec.params) are decided in starts.go when the run starts
 // (internal/params); the business calendar is applied to the schedule in
-// plan.go (withCalendar).
+// plan.go (calendarOf), also to the runs of spec.after (chain.go).
 package plan
 
 import (
@@ -376,15 +378,6 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck, cycle []string) (*schedu
 		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: c.Message}
 	}
 	return schedule, nil
-}
-
-// withCalendar applies the Task's business calendar to its schedule:
-// spec.skipDates, the ConfigMap's lines, the TaskCalendars' dates, and
-// the daylight-saving policies. Dates it cannot read are left out and
-// said in problem; a broken calendar never stops a schedule.
-func withCalendar(s *scheduler.Schedule, task *v1alpha1.Task, from *SkipDateList, calendars []SkipDateList) (*scheduler.Schedule, string) {
-	cal, problem := calendarOf(task, from, calendars)
-	return s.WithCalendar(cal), problem
 }
 
 // calendarOf is the Task's business calendar: spec.skipDates, the
