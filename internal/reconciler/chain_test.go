@@ -46,11 +46,11 @@ func chainedJobs(t *testing.T, task *v1alpha1.Task) []batchv1.Job {
 	return out
 }
 
-// finishRun ends the newest Job of a Task's run with exit code 0 and
-// results, and waits for the run's end in its status.
+// finishRun waits for the first Job of a Task's run, ends it with exit
+// code 0 and results, and waits for the run's end in its status.
 func finishRun(t *testing.T, task *v1alpha1.Task, run string, values map[string]string) {
 	t.Helper()
-	job := jobOf(t, task, run, 1)
+	job := waitJobOf(t, task, run, 1) // a run-now run's Job may not exist yet
 	finishWith(t, job, 0, values)
 	waitTask(t, task, "run "+run+" recorded as finished", func(x *v1alpha1.Task) bool {
 		return len(x.Status.History) > 0 && x.Status.History[0].RunID == run && x.Status.History[0].Result == v1alpha1.RunResultSucceeded
