@@ -57,18 +57,11 @@ type Trigger struct {
 // record (known).
 func Consumed(stored []v1alpha1.AfterStatus, known ...[]v1alpha1.TriggerRef) map[string]v1alpha1.AfterStatus {
 	out := map[string]v1alpha1.AfterStatus{}
-	take := func(a v1alpha1.AfterStatus) {
-		if cur, ok := out[a.Task]; !ok || newer(timeOf(a.LastConsumedTime), a.LastConsumedRunID, timeOf(cur.LastConsumedTime), cur.LastConsumedRunID) {
-			out[a.Task] = a
-		}
-	}
 	for _, a := range stored {
-		take(a)
+		keepNewer(out, a)
 	}
 	for _, refs := range known {
-		for _, r := range refs {
-			take(v1alpha1.AfterStatus{Task: r.Task, LastConsumedRunID: r.RunID, LastConsumedTime: r.CompletionTime})
-		}
+		Consume(out, refs)
 	}
 	return out
 }
@@ -110,7 +103,7 @@ func Pending(task *v1alpha1.Task, ups []Upstream, consumed map[string]v1alpha1.A
 		for _, refs := range fresh {
 			all = append(all, refs...)
 		}
-		slices.SortStableFunc(all, func(a, b v1alpha1.TriggerRef) int { return order(a, b) })
+		slices.SortStableFunc(all, order)
 		for _, r := range all {
 			out = append(out, trigger(task, ups, []v1alpha1.TriggerRef{r}))
 		}
@@ -206,10 +199,15 @@ func hasDefault(task *v1alpha1.Task, name string) bool {
 // skipped for a skip date).
 func Consume(consumed map[string]v1alpha1.AfterStatus, refs []v1alpha1.TriggerRef) {
 	for _, r := range refs {
-		a := v1alpha1.AfterStatus{Task: r.Task, LastConsumedRunID: r.RunID, LastConsumedTime: r.CompletionTime}
-		if cur, ok := consumed[r.Task]; !ok || newer(timeOf(a.LastConsumedTime), a.LastConsumedRunID, timeOf(cur.LastConsumedTime), cur.LastConsumedRunID) {
-			consumed[r.Task] = a
-		}
+		keepNewer(consumed, v1alpha1.AfterStatus{Task: r.Task, LastConsumedRunID: r.RunID, LastConsumedTime: r.CompletionTime})
+	}
+}
+
+// keepNewer records a as its upstream's consumed run when it is newer
+// than the one recorded.
+func keepNewer(consumed map[string]v1alpha1.AfterStatus, a v1alpha1.AfterStatus) {
+	if cur, ok := consumed[a.Task]; !ok || newer(timeOf(a.LastConsumedTime), a.LastConsumedRunID, timeOf(cur.LastConsumedTime), cur.LastConsumedRunID) {
+		consumed[a.Task] = a
 	}
 }
 

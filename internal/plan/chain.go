@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/chain"
-	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/scheduler"
 	"github.com/taskops/task-operator/internal/status"
 )
@@ -26,7 +27,7 @@ func (d *decision) chainTriggers(known map[string]bool) []scheduler.NewRun {
 	if len(pending) == 0 {
 		return nil
 	}
-	if skip, err := d.calendar.SkipsDay(d.now, timeZone(task)); err == nil && skip {
+	if skip, err := d.calendar.SkipsDay(d.now, ptr.Deref(task.Spec.TimeZone, "")); err == nil && skip {
 		for _, t := range pending {
 			chain.Consume(d.consumed, t.Refs)
 		}
@@ -82,7 +83,7 @@ func (d *decision) consumeTriggers() {
 // chained is the trigger of a chained run starting this pass.
 func (d *decision) chained(id string) (chain.Trigger, bool) {
 	t, ok := d.triggers[id]
-	return t, ok && runs.IsChained(id)
+	return t, ok
 }
 
 // cycleProblem is the InvalidSpec of a Task in a cycle of spec.after.
@@ -90,11 +91,4 @@ func cycleProblem(cycle []string) *status.Problem {
 	return &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: fmt.Sprintf(
 		"spec.after makes a cycle (%s): no run starts from spec.after until one of these Tasks stops naming the next",
 		strings.Join(cycle, " -> "))}
-}
-
-func timeZone(task *v1alpha1.Task) string {
-	if task.Spec.TimeZone == nil {
-		return ""
-	}
-	return *task.Spec.TimeZone
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/chain"
@@ -222,7 +223,7 @@ type Plan struct {
 func Decide(in Input) Plan {
 	d := &decision{in: in, task: in.Task, now: in.Now, p: Plan{Relabel: in.Relabel, DeletedJobs: in.DeletedJobs, Queue: in.Queue}}
 	schedule, problem := validate(d.task, in.Policy, in.Cycle)
-	if schedule != nil || len(d.task.Spec.After) > 0 {
+	if HeldToCalendar(d.task) {
 		d.calendar, d.p.CalendarProblem = calendarOf(d.task, in.SkipDatesFrom, in.Calendars)
 	}
 	if schedule != nil {
@@ -344,11 +345,7 @@ const PolicyRecheck = 5 * time.Minute
 func validate(task *v1alpha1.Task, policy *PolicyCheck, cycle []string) (*scheduler.Schedule, *status.Problem) {
 	var schedule *scheduler.Schedule
 	if task.Spec.Schedule != nil {
-		tz := ""
-		if task.Spec.TimeZone != nil {
-			tz = *task.Spec.TimeZone
-		}
-		s, err := scheduler.ParseCached(*task.Spec.Schedule, tz)
+		s, err := scheduler.ParseCached(*task.Spec.Schedule, ptr.Deref(task.Spec.TimeZone, ""))
 		if err != nil {
 			return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSchedule, Message: err.Error()}
 		}
@@ -378,6 +375,13 @@ func validate(task *v1alpha1.Task, policy *PolicyCheck, cycle []string) (*schedu
 		return nil, &status.Problem{Reason: v1alpha1.ReasonInvalidSpec, Message: c.Message}
 	}
 	return schedule, nil
+}
+
+// HeldToCalendar reports whether a Task's runs are held to its skip
+// dates: the slots of a schedule, and the runs spec.after starts. Only
+// then are the dates read.
+func HeldToCalendar(task *v1alpha1.Task) bool {
+	return task.Spec.Schedule != nil || len(task.Spec.After) > 0
 }
 
 // calendarOf is the Task's business calendar: spec.skipDates, the

@@ -24,7 +24,7 @@ import (
 // schedule runs on spec.skipDates meanwhile.
 func (p *pass) readSkipDates(ctx context.Context, in *plan.Input) error {
 	ref := p.task.Spec.SkipDatesFrom
-	if ref == nil || p.task.Spec.Schedule == nil && len(p.task.Spec.After) == 0 {
+	if ref == nil || !plan.HeldToCalendar(p.task) {
 		return nil
 	}
 	var cm corev1.ConfigMap
@@ -57,7 +57,7 @@ func (p *pass) readSkipDates(ctx context.Context, in *plan.Input) error {
 // them. One that does not exist is the plan's to report; the schedule
 // runs on the other dates meanwhile.
 func (p *pass) readCalendars(ctx context.Context, in *plan.Input) error {
-	if p.task.Spec.Schedule == nil && len(p.task.Spec.After) == 0 {
+	if !plan.HeldToCalendar(p.task) {
 		return nil
 	}
 	for _, name := range p.task.Spec.SkipCalendars {

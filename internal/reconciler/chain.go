@@ -32,37 +32,59 @@ import (
 const maxChainWalk = 64
 
 // readUpstreams reads the Tasks spec.after names and a cycle through
-// this Task, if there is one.
+// this Task, if there is one; each Task is read from the cache once a
+// pass (upstreams), the cycle search starting from those read.
 func (p *pass) readUpstreams(ctx context.Context, in *plan.Input) error {
 	if len(p.task.Spec.After) == 0 {
 		return nil
 	}
+	up := upstreams{p: p, read: map[string]*v1alpha1.Task{}}
 	for _, a := range p.task.Spec.After {
-		u := chain.Upstream{Name: a.Task}
-		var up v1alpha1.Task
-		switch err := p.r.Client.Get(ctx, types.NamespacedName{Namespace: p.task.Namespace, Name: a.Task}, &up); {
-		case apierrors.IsNotFound(err):
-			u.Missing = true
-		case err != nil:
+		t, err := up.get(ctx, a.Task)
+		if err != nil {
 			return fmt.Errorf("reading Task %s (spec.after): %w", a.Task, err)
-		default:
-			u.History = up.Status.History
+		}
+		u := chain.Upstream{Name: a.Task, Missing: t == nil}
+		if t != nil {
+			u.History = t.Status.History
 		}
 		in.Upstreams = append(in.Upstreams, u)
 	}
-	cycle, err := p.findCycle(ctx)
+	cycle, err := up.findCycle(ctx)
 	in.Cycle = cycle
 	return err
+}
+
+// upstreams reads the Tasks of this Task's namespace from the cache, each
+// once a pass: nil for one that does not exist.
+type upstreams struct {
+	p    *pass
+	read map[string]*v1alpha1.Task
+}
+
+func (u upstreams) get(ctx context.Context, name string) (*v1alpha1.Task, error) {
+	if t, ok := u.read[name]; ok {
+		return t, nil
+	}
+	t := &v1alpha1.Task{}
+	switch err := u.p.r.Client.Get(ctx, types.NamespacedName{Namespace: u.p.task.Namespace, Name: name}, t); {
+	case apierrors.IsNotFound(err):
+		t = nil
+	case err != nil:
+		return nil, err
+	}
+	u.read[name] = t
+	return t, nil
 }
 
 // findCycle walks spec.after upstream from this Task, breadth first over
 // at most maxChainWalk Tasks, and returns the path back to it
 // (this Task first and last), or nil.
-func (p *pass) findCycle(ctx context.Context) ([]string, error) {
-	self := p.task.Name
+func (u upstreams) findCycle(ctx context.Context) ([]string, error) {
+	self := u.p.task.Name
 	parent := map[string]string{}
 	queue := []string{}
-	for _, a := range p.task.Spec.After {
+	for _, a := range u.p.task.Spec.After {
 		if _, seen := parent[a.Task]; !seen {
 			parent[a.Task] = self
 			queue = append(queue, a.Task)
@@ -71,13 +93,12 @@ func (p *pass) findCycle(ctx context.Context) ([]string, error) {
 	for read := 0; len(queue) > 0 && read < maxChainWalk; read++ {
 		name := queue[0]
 		queue = queue[1:]
-		var t v1alpha1.Task
-		err := p.r.Client.Get(ctx, types.NamespacedName{Namespace: p.task.Namespace, Name: name}, &t)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		t, err := u.get(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("reading Task %s (spec.after of a Task this one runs after): %w", name, err)
+		}
+		if t == nil {
+			continue
 		}
 		for _, a := range t.Spec.After {
 			if a.Task == self {
