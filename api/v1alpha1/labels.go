@@ -107,6 +107,15 @@ const (
 	// server's Retry-After, in seconds ("0": none), read once from the
 	// runner's structured result: the next attempt waits at least that long.
 	AnnotationRetryAfter = "batch.taskops.io/retry-after"
+	// AnnotationRetryableExitRule is, on an attempt's Job, the index of the
+	// pod failure policy rule that fails the Job on an exit code that may be
+	// retried (its last rule). The Job controller writes the exit code and
+	// the index of the rule that matched into the Job's Failed condition,
+	// and that condition is all there is of an attempt whose pods are gone
+	// or ran on a MultiKueue worker: the operator reads the exit code from
+	// it, and a FailJob rule at any other index as NotRetryable. Jobs made
+	// before v0.2.0 have no such rule: every FailJob there is NotRetryable.
+	AnnotationRetryableExitRule = "batch.taskops.io/retryable-exit-rule"
 )
 
 // MaxRunNowTokenLength is the longest run-now token that

@@ -82,6 +82,8 @@ func Build(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Tim
 	if enc := params.Encode(values); enc != "" {
 		a[v1alpha1.AnnotationParams] = enc
 	}
+	spec := jobSpec(task, runID, attempt, scheduled, values, opts)
+	a[v1alpha1.AnnotationRetryableExitRule] = strconv.Itoa(len(spec.PodFailurePolicy.Rules) - 1)
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -91,7 +93,7 @@ func Build(task *v1alpha1.Task, runID string, attempt int32, scheduled *time.Tim
 			Annotations:     a,
 			OwnerReferences: []metav1.OwnerReference{ownerRef(task)},
 		},
-		Spec: jobSpec(task, runID, attempt, scheduled, values, opts),
+		Spec: spec,
 	}
 }
 
@@ -242,21 +244,29 @@ func replicas(task *v1alpha1.Task) int32 {
 	return task.Spec.Replicas
 }
 
-// podFailurePolicy decides what a failed pod means for the attempt.
+// podFailurePolicy decides what a failed pod means for the attempt. The
+// first rule that matches decides:
+//
+//   - Ignore a disrupted pod (eviction, preemption): not the Task's fault,
+//     so the Job replaces the pod and the disruption burns no attempt.
+//   - FailJob on the exit codes after which retrying cannot help, when
+//     there are any: the controller reads the attempt as NotRetryable.
+//   - FailJob on any other exit code but 0 (the last rule, named by the
+//     annotation AnnotationRetryableExitRule): with backoffLimit 0 such a
+//     pod fails the Job anyway (BackoffLimitExceeded), but through a rule
+//     the Job's Failed condition carries the exit code, which is how an
+//     attempt's exit code is known when its pods are not here to read: a
+//     MultiKueue worker ran them (its Job status is mirrored), or they
+//     were deleted. The attempt is retried as any failed attempt.
 func podFailurePolicy(task *v1alpha1.Task) *batchv1.PodFailurePolicy {
 	rules := []batchv1.PodFailurePolicyRule{{
-		// An evicted or preempted pod (node drain, preemption) is not the
-		// Task's fault: the Job replaces the pod instead of failing, so a
-		// disruption does not burn an attempt.
 		Action: batchv1.PodFailurePolicyActionIgnore,
 		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
 			Type:   corev1.DisruptionTarget,
 			Status: corev1.ConditionTrue,
 		}},
 	}}
-	// Exit codes after which retrying cannot help fail the Job at once
-	// with reason PodFailurePolicy, which the controller reads as
-	// NotRetryable: the runner's 2 for an http Task ("bad request
+	// Not retryable: the runner's 2 for an http Task ("bad request
 	// definition"), spec.nonRetryableExitCodes for a shell Task (a shell
 	// script's exit code 2 means nothing special).
 	var codes []int32
@@ -270,16 +280,22 @@ func podFailurePolicy(task *v1alpha1.Task) *batchv1.PodFailurePolicy {
 		codes = sortedCodes(task.Spec.NonRetryableExitCodes)
 	}
 	if len(codes) > 0 {
-		rules = append(rules, batchv1.PodFailurePolicyRule{
-			Action: batchv1.PodFailurePolicyActionFailJob,
-			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
-				ContainerName: ptr.To(ContainerName),
-				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
-				Values:        codes,
-			},
-		})
+		rules = append(rules, failJobOn(batchv1.PodFailurePolicyOnExitCodesOpIn, codes))
 	}
-	return &batchv1.PodFailurePolicy{Rules: rules}
+	return &batchv1.PodFailurePolicy{Rules: append(rules, failJobOn(batchv1.PodFailurePolicyOnExitCodesOpNotIn, []int32{0}))}
+}
+
+// failJobOn is a rule that fails the Job when the task container's exit
+// code is (In) or is not (NotIn) one of codes.
+func failJobOn(op batchv1.PodFailurePolicyOnExitCodesOperator, codes []int32) batchv1.PodFailurePolicyRule {
+	return batchv1.PodFailurePolicyRule{
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+			ContainerName: ptr.To(ContainerName),
+			Operator:      op,
+			Values:        codes,
+		},
+	}
 }
 
 // sortedCodes is a sorted copy of exit codes: the Job API wants the

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +90,9 @@ func TestBuildShellTaskHasTheWholeContractShape(t *testing.T) {
 			Namespace: "team-a",
 			Labels:    labels,
 			Annotations: map[string]string{
-				"batch.taskops.io/generation":     "3",
-				"batch.taskops.io/scheduled-time": "2026-01-01T00:00:00Z",
+				"batch.taskops.io/generation":          "3",
+				"batch.taskops.io/scheduled-time":      "2026-01-01T00:00:00Z",
+				"batch.taskops.io/retryable-exit-rule": "1",
 			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         "batch.taskops.io/v1alpha1",
@@ -109,6 +111,11 @@ func TestBuildShellTaskHasTheWholeContractShape(t *testing.T) {
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action:          batchv1.PodFailurePolicyActionIgnore,
 				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}, {
+				Action: batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+					ContainerName: ptr.To("task"), Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{0},
+				},
 			}}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -244,12 +251,12 @@ func TestBuildJobSpec(t *testing.T) {
 }
 
 func TestBuildPodFailurePolicy(t *testing.T) {
-	failJobOn := func(codes ...int32) batchv1.PodFailurePolicyRule {
+	failJobOn := func(op batchv1.PodFailurePolicyOnExitCodesOperator, codes ...int32) batchv1.PodFailurePolicyRule {
 		return batchv1.PodFailurePolicyRule{
 			Action: batchv1.PodFailurePolicyActionFailJob,
 			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
 				ContainerName: ptr.To("task"),
-				Operator:      batchv1.PodFailurePolicyOnExitCodesOpIn,
+				Operator:      op,
 				Values:        codes,
 			},
 		}
@@ -257,7 +264,7 @@ func TestBuildPodFailurePolicy(t *testing.T) {
 	tests := []struct {
 		name string
 		task *v1alpha1.Task
-		want []int32 // the exit codes that fail the Job at once; nil: no such rule
+		want []int32 // the exit codes that fail the Job as not retryable; nil: no such rule
 	}{
 		{"a shell task ignores disruptions and treats exit code 2 like any failure", newTask(), nil},
 		{"a shell task fails the job at once on its nonRetryableExitCodes, sorted and unique",
@@ -267,20 +274,26 @@ func TestBuildPodFailurePolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rules := Build(tt.task, runs.OneShot, 1, nil, nil, testOpts).Spec.PodFailurePolicy.Rules
+			job := Build(tt.task, runs.OneShot, 1, nil, nil, testOpts)
+			rules := job.Spec.PodFailurePolicy.Rules
 			first := rules[0]
 			if first.Action != batchv1.PodFailurePolicyActionIgnore || len(first.OnPodConditions) != 1 ||
 				first.OnPodConditions[0].Type != corev1.DisruptionTarget {
 				t.Errorf("first rule = %s, want Ignore on DisruptionTarget", asJSON(t, first))
 			}
-			if tt.want == nil {
-				if len(rules) != 1 {
-					t.Fatalf("rules = %s, want only the disruption rule", asJSON(t, rules))
-				}
-				return
+			want := []batchv1.PodFailurePolicyRule{first}
+			if tt.want != nil {
+				want = append(want, failJobOn(batchv1.PodFailurePolicyOnExitCodesOpIn, tt.want...))
 			}
-			if len(rules) != 2 || !equality.Semantic.DeepEqual(rules[1], failJobOn(tt.want...)) {
-				t.Errorf("rules = %s, want a FailJob rule on %v", asJSON(t, rules), tt.want)
+			// Last, any other exit code fails the Job through a rule, so
+			// its Failed condition names the code; the annotation names
+			// that rule as the retryable one.
+			want = append(want, failJobOn(batchv1.PodFailurePolicyOnExitCodesOpNotIn, 0))
+			if !equality.Semantic.DeepEqual(rules, want) {
+				t.Errorf("rules = %s, want %s", asJSON(t, rules), asJSON(t, want))
+			}
+			if got, w := job.Annotations[v1alpha1.AnnotationRetryableExitRule], strconv.Itoa(len(want)-1); got != w {
+				t.Errorf("retryable rule annotation = %q, want %q", got, w)
 			}
 		})
 	}
@@ -404,7 +417,7 @@ func TestEveryPodFieldReachesTheJob(t *testing.T) {
 		{"workingDir", c.WorkingDir == "/work"},
 		{"securityContext", *pod.SecurityContext.RunAsUser == 1000 && *pod.SecurityContext.RunAsGroup == 2000 && *pod.SecurityContext.FSGroup == 3000 &&
 			*pod.SecurityContext.RunAsNonRoot},
-		{"nonRetryableExitCodes", len(job.Spec.PodFailurePolicy.Rules) == 2 &&
+		{"nonRetryableExitCodes", len(job.Spec.PodFailurePolicy.Rules) == 3 &&
 			equality.Semantic.DeepEqual(job.Spec.PodFailurePolicy.Rules[1].OnExitCodes.Values, []int32{3, 64}) &&
 			job.Spec.PodFailurePolicy.Rules[1].Action == batchv1.PodFailurePolicyActionFailJob},
 	}

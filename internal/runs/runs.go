@@ -7,7 +7,6 @@ package runs
 import (
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -42,6 +41,11 @@ type Attempt struct {
 	// Reason and Message explain a Failed or Stopped attempt.
 	Reason  v1alpha1.Reason
 	Message string
+	// ExitCode is the exit code a finished attempt's Job conditions give:
+	// 0 for a Complete Job, the code that failed a Failed one where the
+	// Job controller named it (failure.go); nil otherwise. The pods, when
+	// they can be read, say more (which pod, its output).
+	ExitCode *int32
 	// Created is the Job's creation time; Finished is when it completed,
 	// failed (the Failed condition's time: a failed Job has no
 	// completionTime) or was stopped. Finished is zero while Active.
@@ -315,6 +319,7 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 	// A Job that completed before our stop took effect still succeeded.
 	if c := condition(job, batchv1.JobComplete); c != nil {
 		a.Phase = Succeeded
+		a.ExitCode = new(int32(0)) // every pod's container exited 0
 		a.Finished = c.LastTransitionTime.Time
 		if job.Status.CompletionTime != nil {
 			a.Finished = job.Status.CompletionTime.Time
@@ -341,32 +346,13 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 	}
 	if c := condition(job, batchv1.JobFailed); c != nil {
 		a.Phase = Failed
-		a.Reason = failureReason(c)
+		a.Reason, a.ExitCode = failure(job, c)
 		a.Message = c.Message
 		a.Finished = c.LastTransitionTime.Time
 	} else if c := condition(job, batchv1.JobFailureTarget); c != nil {
-		a.Failing = failureReason(c)
+		a.Failing, _ = failure(job, c)
 	}
 	return a
-}
-
-// failureReason maps the Job controller's Failed condition to an attempt
-// failure reason. With backoffLimit 0 any failed pod fails the Job
-// (BackoffLimitExceeded); the only FailJob rule of our pod failure policy is
-// the http runner's exit code 2, which must not be retried.
-func failureReason(c *batchv1.JobCondition) v1alpha1.Reason {
-	switch c.Reason {
-	case batchv1.JobReasonDeadlineExceeded:
-		return v1alpha1.AttemptDeadlineExceeded
-	case batchv1.JobReasonBackoffLimitExceeded:
-		return v1alpha1.AttemptPodFailed
-	case batchv1.JobReasonPodFailurePolicy:
-		if strings.Contains(c.Message, "FailJob") {
-			return v1alpha1.AttemptNotRetryable
-		}
-		return v1alpha1.AttemptPodFailed
-	}
-	return v1alpha1.AttemptJobFailed
 }
 
 // JobFinished reports whether the Job controller has finished job: it

@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -122,6 +123,57 @@ func TestAttemptOfReadsWhatTheJobSays(t *testing.T) {
 			}
 			if a.Phase != runs.Active && !a.Finished.Equal(done) {
 				t.Errorf("finished %s, want %s", a.Finished, done)
+			}
+		})
+	}
+}
+
+// The exit code of an attempt whose pods are not here to read (a
+// MultiKueue worker ran them, or they are gone) is in its Job's Failed
+// condition, written by the pod failure policy rule that matched; the
+// rule says whether it may be retried.
+func TestAFailedJobsConditionGivesTheExitCodeAndWhetherToRetry(t *testing.T) {
+	done := t0.Add(time.Minute)
+	rule := func(code, index int) string {
+		return fmt.Sprintf("Container task for pod team/x-0-abc failed with exit code %d matching FailJob rule at index %d", code, index)
+	}
+	retryableAt := func(i string) func(*batchv1.Job) { return withAnnotation(v1alpha1.AnnotationRetryableExitRule, i) }
+	tests := []struct {
+		name   string
+		job    batchv1.Job
+		phase  runs.Phase
+		reason v1alpha1.Reason // Reason when Failed, Failing when Active
+		exit   *int32
+	}{
+		{"a complete Job's pods all exited 0", job("0", "1", t0, withCondition(batchv1.JobComplete, "", "", done)), runs.Succeeded, "", ptr.To[int32](0)},
+		{"the retryable rule the annotation names: PodFailed with its exit code",
+			job("0", "1", t0, retryableAt("2"), withCondition(batchv1.JobFailed, batchv1.JobReasonPodFailurePolicy, rule(3, 2), done)),
+			runs.Failed, v1alpha1.AttemptPodFailed, ptr.To[int32](3)},
+		{"another FailJob rule: NotRetryable with its exit code",
+			job("0", "1", t0, retryableAt("2"), withCondition(batchv1.JobFailed, batchv1.JobReasonPodFailurePolicy, rule(64, 1), done)),
+			runs.Failed, v1alpha1.AttemptNotRetryable, ptr.To[int32](64)},
+		{"a Job made before the retryable rule existed: every FailJob is NotRetryable",
+			job("0", "1", t0, withCondition(batchv1.JobFailed, batchv1.JobReasonPodFailurePolicy, rule(3, 1), done)),
+			runs.Failed, v1alpha1.AttemptNotRetryable, ptr.To[int32](3)},
+		{"a message of another form on a Job with a retryable rule: retried, no exit code",
+			job("0", "1", t0, retryableAt("1"), withCondition(batchv1.JobFailed, batchv1.JobReasonPodFailurePolicy, "FailJob matched", done)),
+			runs.Failed, v1alpha1.AttemptPodFailed, nil},
+		{"the backoff limit (a pod failed without an exit code, say): PodFailed, no exit code",
+			job("0", "1", t0, retryableAt("1"), withCondition(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "", done)),
+			runs.Failed, v1alpha1.AttemptPodFailed, nil},
+		{"a Job being failed by the retryable rule is active, failing PodFailed",
+			job("0", "1", t0, retryableAt("1"), withCondition(batchv1.JobFailureTarget, batchv1.JobReasonPodFailurePolicy, rule(3, 1), done)),
+			runs.Active, v1alpha1.AttemptPodFailed, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := runs.AttemptOf(&tt.job, 1)
+			reason := a.Reason
+			if a.Phase == runs.Active {
+				reason = a.Failing
+			}
+			if a.Phase != tt.phase || reason != tt.reason || !ptr.Equal(a.ExitCode, tt.exit) {
+				t.Errorf("phase %s reason %q exit %v, want %s %q %v", a.Phase, reason, ptr.Deref(a.ExitCode, -1), tt.phase, tt.reason, ptr.Deref(tt.exit, -1))
 			}
 		})
 	}

@@ -71,6 +71,11 @@ func attemptRecord(a *runs.Attempt, outputs map[string]Output) v1alpha1.AttemptR
 	}
 	out := outputs[a.JobName]
 	rec.ExitCode = out.ExitCode
+	if rec.ExitCode == nil {
+		// No pod read (they ran on a worker, or are gone): the Job's
+		// conditions may still say.
+		rec.ExitCode = a.ExitCode
+	}
 	rec.Cluster = out.Cluster
 	rec.Results = out.Results
 	rec.Message = a.Message

@@ -47,6 +47,9 @@ func TestAnAttemptRunsOnAWorkerAndTheTaskNamesIt(t *testing.T) {
 	if strings.Contains(strings.ToLower(rec.Message), "no output") {
 		t.Fatalf("the record says %q", rec.Message)
 	}
+	if rec.ExitCode == nil || *rec.ExitCode != 0 {
+		t.Fatalf("exitCode %v; want 0 (the mirrored Complete condition)", rec.ExitCode)
+	}
 }
 
 // Where Kueue's Job webhook is installed (as in any Kueue install), a Task
@@ -91,8 +94,10 @@ func TestAFailingAttemptIsRetriedAndTheRetryIsDispatchedAgain(t *testing.T) {
 		t.Fatalf("attempts %d, records %d; want 2", failed.Status.Attempts, len(failed.Status.AttemptRecords))
 	}
 	for _, rec := range failed.Status.AttemptRecords {
-		if rec.Result != v1alpha1.AttemptResultFailed || rec.Reason != v1alpha1.AttemptPodFailed {
-			t.Errorf("attempt %d: result %s reason %s", rec.Attempt, rec.Result, rec.Reason)
+		// The exit code comes back in the mirrored Failed condition,
+		// written by the pod failure policy's retryable rule on the worker.
+		if rec.Result != v1alpha1.AttemptResultFailed || rec.Reason != v1alpha1.AttemptPodFailed || ptr.Deref(rec.ExitCode, -1) != 3 {
+			t.Errorf("attempt %d: result %s reason %s exitCode %d; want Failed PodFailed 3", rec.Attempt, rec.Result, rec.Reason, ptr.Deref(rec.ExitCode, -1))
 		}
 	}
 	retry, firstRec := failed.Status.AttemptRecords[0], failed.Status.AttemptRecords[1]
@@ -107,8 +112,9 @@ func TestAFailingAttemptIsRetriedAndTheRetryIsDispatchedAgain(t *testing.T) {
 	create(t, env.c, dispatchedTask(ns, "fatal", 1, testutil.Retries(2, 1, 1, 1), testutil.PodAnnotations(harness.SimExitCode, "3"),
 		func(t *v1alpha1.Task) { t.Spec.NonRetryableExitCodes = []int32{3} }))
 	fatal := waitTask(t, ns, "fatal", "Failed at once", 2*time.Minute, phase(v1alpha1.PhaseFailed))
-	if fatal.Status.Attempts != 1 || fatal.Status.AttemptRecords[0].Reason != v1alpha1.AttemptNotRetryable {
-		t.Fatalf("fatal: attempts %d, records %+v; want one NotRetryable", fatal.Status.Attempts, fatal.Status.AttemptRecords)
+	if fatal.Status.Attempts != 1 || fatal.Status.AttemptRecords[0].Reason != v1alpha1.AttemptNotRetryable ||
+		ptr.Deref(fatal.Status.AttemptRecords[0].ExitCode, -1) != 3 {
+		t.Fatalf("fatal: attempts %d, records %+v; want one NotRetryable with exitCode 3", fatal.Status.Attempts, fatal.Status.AttemptRecords)
 	}
 }
 
