@@ -116,6 +116,11 @@ const (
 	// it, and a FailJob rule at any other index as NotRetryable. Jobs made
 	// before v0.2.0 have no such rule: every FailJob there is NotRetryable.
 	AnnotationRetryableExitRule = "batch.taskops.io/retryable-exit-rule"
+	// LabelWorkerCluster, on a Secret in the operator's namespace, names
+	// the MultiKueueCluster whose read-only kubeconfig the Secret holds
+	// (key kubeconfig): the operator then reads the pods of the attempts
+	// that ran there (docs/multicluster.md).
+	LabelWorkerCluster = "batch.taskops.io/worker-cluster"
 )
 
 // MaxRunNowTokenLength is the longest run-now token that

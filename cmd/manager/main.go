@@ -39,6 +39,7 @@ import (
 	"github.com/taskops/task-operator/internal/operator"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/version"
+	"github.com/taskops/task-operator/internal/workers"
 )
 
 // errorRetryMax caps the delay before a failed pass runs again.
@@ -50,6 +51,9 @@ const leaseName = "task-operator.batch.taskops.io"
 // Leader election needs its Lease, in the operator's own namespace only.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=task-operator-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=task-operator-system
+// The workers' read-only kubeconfigs (internal/workers), found by label in
+// the operator's own namespace only.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list,namespace=task-operator-system
 
 // A secure metrics endpoint (--metrics-secure) asks the API server who a
 // scraper's bearer token belongs to and whether it may GET /metrics.
@@ -67,6 +71,7 @@ type options struct {
 	notificationDeadline    time.Duration
 	fastPath                bool
 	leaderElectionNamespace string
+	workerSecretsNamespace  string
 	shellImage, runnerImage string
 	maxConcurrent           int
 	qps                     float64
@@ -96,6 +101,7 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of the Go pprof endpoints (/debug/pprof/); 0 disables them")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so only one replica reconciles (needed with more than one replica)")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.StringVar(&o.workerSecretsNamespace, "worker-kubeconfig-namespace", "", "namespace of the Secrets labelled batch.taskops.io/worker-cluster that hold read-only kubeconfigs of MultiKueue worker clusters, to read the output of attempts that ran there (default: the pod's namespace; outside a pod, none)")
 	fs.StringVar(&o.shellImage, "shell-image", "busybox:1.37", "image of shell Tasks that set no spec.image; it needs /bin/sh")
 	fs.StringVar(&o.runnerImage, "runner-image", version.Image(), "image holding /task-runner, run by http Tasks; defaults to this build's own release image, pinned to its version (the shipped Deployment sets it to the image it runs)")
 	fs.DurationVar(&o.notificationDeadline, "notification-deadline", notify.DefaultDeadline, "how long after a run's end its notification Job may be refused by the API server for reasons that may pass (a webhook or the API server restarting, throttling) before the notification is Failed")
@@ -247,6 +253,7 @@ func run(o options) error {
 	settings := operator.TaskSettings{
 		Jobs:                 jobs.Options{ShellImage: o.shellImage, RunnerImage: o.runnerImage},
 		Logs:                 reconciler.ClientsetPodLogs{Clientset: kubernetes.NewForConfigOrDie(cfg)},
+		Workers:              workers.New(mgr.GetAPIReader(), workerSecretsNamespace(o.workerSecretsNamespace)),
 		ServiceAccountOptIn:  o.serviceAccountOptIn,
 		NotificationDeadline: o.notificationDeadline,
 	}
@@ -275,6 +282,18 @@ func run(o options) error {
 	// A replica that loses its lease gets an error here and exits, so it
 	// never writes as a stale leader.
 	return mgr.Start(ctx)
+}
+
+// workerSecretsNamespace is where the workers' kubeconfig Secrets are: the
+// flag's namespace, else the pod's; outside a pod, none (reading on the
+// workers is off).
+func workerSecretsNamespace(flagValue string) string {
+	ns, err := leader.Namespace(flagValue)
+	if err != nil {
+		ctrl.Log.WithName("setup").Info("reading output on MultiKueue worker clusters is off: no namespace for their kubeconfig Secrets (--worker-kubeconfig-namespace)")
+		return ""
+	}
+	return ns
 }
 
 // limitClient sets one client-side rate limit shared by every resource type

@@ -67,6 +67,7 @@ func NewShared(mgr ctrl.Manager, clk clock.PassiveClock, lease guards.Lease, sho
 type TaskSettings struct {
 	Jobs                 jobs.Options
 	Logs                 reconciler.PodLogs
+	Workers              reconciler.WorkerPods
 	ServiceAccountOptIn  bool
 	NotificationDeadline time.Duration
 }
@@ -83,6 +84,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, share
 			return nil, fmt.Errorf("adding the event recorder: %w", err)
 		}
 	}
+	if run, ok := settings.Workers.(manager.Runnable); ok {
+		if err := mgr.Add(run); err != nil {
+			return nil, fmt.Errorf("adding the worker readers: %w", err)
+		}
+	}
 	opts = shared.Shortcuts.ControllerOptions(opts)
 	queues := &taskqueue.Reconciler{Client: shared.Client, APIReader: shared.APIReader, Recorder: shared.Recorder,
 		Clock: shared.Clock, Lease: shared.Lease, Shortcuts: shared.Shortcuts, Lines: shared.Lines}
@@ -91,7 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, share
 	}
 	tasks := &reconciler.TaskReconciler{Client: shared.Client, APIReader: shared.APIReader, Recorder: shared.Recorder,
 		Clock: shared.Clock, Lease: shared.Lease, Shortcuts: shared.Shortcuts, Lines: shared.Lines,
-		Jobs: settings.Jobs, Logs: settings.Logs, ServiceAccountOptIn: settings.ServiceAccountOptIn, NotificationDeadline: settings.NotificationDeadline}
+		Jobs: settings.Jobs, Logs: settings.Logs, Workers: settings.Workers, ServiceAccountOptIn: settings.ServiceAccountOptIn, NotificationDeadline: settings.NotificationDeadline}
 	if err := tasks.SetupWithManager(mgr, opts); err != nil {
 		return nil, fmt.Errorf("setting up the Task controller: %w", err)
 	}

@@ -80,12 +80,18 @@ func (p *pass) readJobs(ctx context.Context, in *plan.Input) error {
 
 // observeActive reads, for each active attempt, its pods when its start
 // check is due, and what they printed when it is being failed for its
-// deadline, while they are still there.
+// deadline, while they are still there; with a remote attempt, it has the
+// Task's pods followed on the workers (multikueue.go).
 func (p *pass) observeActive(ctx context.Context, in *plan.Input) error {
+	followed := false
 	for i := range in.Runs {
 		a := in.Runs[i].Latest()
 		if a.Phase != runs.Active {
 			continue
+		}
+		if a.Remote && !followed {
+			p.followWorkers(ctx)
+			followed = true
 		}
 		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now) {
 			if err := p.observeStart(ctx, in, a); err != nil {

@@ -47,6 +47,11 @@ type TaskReconciler struct {
 	// is failing for its deadline (deadlineOutput in pods.go). nil: such an
 	// attempt keeps only the Job's message.
 	Logs PodLogs
+	// Workers, when set, reads the ended pods of attempts that ran on
+	// MultiKueue worker clusters the operator has a kubeconfig for
+	// (internal/workers; multikueue.go). nil: a remote attempt's record
+	// says where its output is.
+	Workers WorkerPods
 	// NotificationDeadline is how long after a run's end its notification
 	// Job may be refused by the API server for reasons that may pass
 	// before the notification is Failed (--notification-deadline; zero:

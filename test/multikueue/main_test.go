@@ -132,6 +132,11 @@ func setUp(cleanups *harness.Cleanups) error {
 	if err := multiKueueSetup(); err != nil {
 		return err
 	}
+	// worker-1 lets the operator read its Task pods (output_test.go);
+	// worker-2 does not.
+	if err := giveReader(env.workers[0]); err != nil {
+		return fmt.Errorf("the read-only kubeconfig of %s: %w", env.workers[0].name, err)
+	}
 	env.kueue, err = harness.StartKueue(harness.KueueOptions{Bin: kueueBin, Kubeconfig: env.manager.Kubeconfig, Dir: filepath.Join(env.ws.Dir, "kueue"),
 		Config: fmt.Sprintf("namespace: %s\nmultiKueue:\n  gcInterval: 10s\n  origin: task-operator-test\n  workerLostTimeout: %s\n", kueueNamespace, workerLostTimeout)})
 	if err != nil {
@@ -153,7 +158,8 @@ func setUp(cleanups *harness.Cleanups) error {
 	if err != nil {
 		return err
 	}
-	env.op = &harness.Operator{Bin: bin, Kubeconfig: env.manager.Kubeconfig, LogPath: filepath.Join(env.ws.Dir, "operator.log"), Name: "multikueue"}
+	env.op = &harness.Operator{Bin: bin, Kubeconfig: env.manager.Kubeconfig, LogPath: filepath.Join(env.ws.Dir, "operator.log"), Name: "multikueue",
+		Args: []string{"--worker-kubeconfig-namespace=" + operatorNamespace}}
 	if _, err := env.op.Start(); err != nil {
 		return fmt.Errorf("starting the operator: %w", err)
 	}
