@@ -167,7 +167,7 @@ test-kueue: ## Tasks queued by a real Kueue (v0.17.0, built from the Go module p
 	$(call suite-then-down,KUEUE,kueue,go test -tags kueue ./test/kueue/ -count=1 -timeout 20m -v)
 
 .PHONY: test-multikueue
-test-multikueue: ## Tasks dispatched by Kueue's MultiKueue from a manager control plane to two worker control planes (kwok nodes, a Kueue in each).
+test-multikueue: node-deps ## Tasks dispatched by Kueue's MultiKueue from a manager control plane to two worker control planes (kwok nodes, a real node on the manager and worker-1, a Kueue in each).
 	@set +e; go test -tags multikueue ./test/multikueue/ -count=1 -timeout 30m -v; rc=$$?; \
 	if [ $$rc -ne 0 ] && [ "$${MULTIKUEUE_KEEP_CLUSTER:-}" != 1 ]; then \
 	  for d in "" -worker-1 -worker-2; do hack/local-cluster.sh down --dir "$${MULTIKUEUE_CLUSTER_DIR:-tmp/multikueue-cluster}$$d" || true; done; \

@@ -103,20 +103,28 @@ func setUp(cleanups *harness.Cleanups) error {
 	if err != nil {
 		return err
 	}
-	start := func(dir string) (*harness.Cluster, error) {
-		c, err := harness.StartCluster(harness.ClusterOptions{Dir: dir, Logf: logf, Node: "kwok"})
+	// The manager and worker-1 have a real node beside their kwok node,
+	// so a Task really runs on a worker, and the same Task really runs on
+	// the manager to compare (realnode_test.go); worker-2 is kwok only.
+	// Tasks choose their node by its labels (kwokNode, realNode).
+	start := func(dir, node string) (*harness.Cluster, error) {
+		c, err := harness.StartCluster(harness.ClusterOptions{Dir: dir, Logf: logf, Node: node})
 		if err != nil {
 			return nil, err
 		}
 		return c, c.InstallKueueCRDs(crds)
 	}
-	if env.manager, err = start(env.ws.Dir); err != nil {
+	if env.manager, err = start(env.ws.Dir, "both"); err != nil {
 		return err
 	}
 	env.c = env.manager.Client
 	for i := 1; i <= 2; i++ {
 		w := &worker{name: fmt.Sprintf("worker-%d", i)}
-		if w.cluster, err = start(env.ws.Dir + "-" + w.name); err != nil {
+		node := "kwok"
+		if i == 1 {
+			node = "both"
+		}
+		if w.cluster, err = start(env.ws.Dir+"-"+w.name, node); err != nil {
 			return fmt.Errorf("%s: %w", w.name, err)
 		}
 		env.workers = append(env.workers, w)

@@ -147,7 +147,7 @@ func outputTask(ns, name string, code int, text, rows string, opts ...testutil.T
 	msg := results.Append(text+"\n", map[string]string{"rows": rows}, nil)
 	return testutil.NewTask(ns, name, append([]testutil.TaskOpt{
 		testutil.PodAnnotations(harness.SimExitCode, fmt.Sprint(code), harness.SimMessage, msg),
-		testutil.Requests("cpu", "1"), testutil.StartTimeout(60),
+		testutil.Requests("cpu", "1"), testutil.StartTimeout(60), onNode(kwokNode),
 		func(t *v1alpha1.Task) { t.Spec.Results = []v1alpha1.ResultSpec{{Name: "rows"}} },
 	}, opts...)...)
 }

@@ -62,6 +62,19 @@ func create(t *testing.T, c client.Client, obj client.Object) {
 	t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
 }
 
+// The nodes a Task's pods may choose by label: every cluster has a kwok
+// node (simulated pods, driven by the sim.taskops.io annotations); the
+// manager and worker-1 also have a real one.
+var (
+	kwokNode = map[string]string{"type": "kwok"}
+	realNode = map[string]string{"kubernetes.io/hostname": "real-node-0"}
+)
+
+// onNode makes the Task's pods run on the node with these labels.
+func onNode(labels map[string]string) testutil.TaskOpt {
+	return func(t *v1alpha1.Task) { t.Spec.NodeSelector = labels }
+}
+
 // dispatchedTask is a Task for LocalQueue "team", dispatched through
 // MultiKueue, its pod requesting one CPU and running for seconds (kwok on
 // the worker).
@@ -69,7 +82,7 @@ func dispatchedTask(ns, name string, seconds int, opts ...testutil.TaskOpt) *v1a
 	base := []testutil.TaskOpt{
 		testutil.Label(v1alpha1.LabelKueueQueueName, "team"), testutil.Label(v1alpha1.LabelDispatch, v1alpha1.DispatchMultiKueue),
 		testutil.PodAnnotations(harness.SimDuration, fmt.Sprint(seconds)), testutil.StartTimeout(60),
-		testutil.Requests("cpu", "1"),
+		testutil.Requests("cpu", "1"), onNode(kwokNode),
 	}
 	return testutil.NewTask(ns, name, append(base, opts...)...)
 }
@@ -197,7 +210,7 @@ func occupy(t *testing.T, w *worker, ns string, cpu int) {
 			Suspend: ptr.To(true),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{harness.SimDuration: "600"}},
-				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, NodeSelector: kwokNode, Containers: []corev1.Container{{
 					Name: "blocker", Image: "busybox:1.37",
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(cpu))}},
 				}}},
