@@ -148,6 +148,10 @@ const (
 	// EventAttemptStopped (Warning): the operator stopped a running
 	// attempt (deadline, cancel, Replace, capacity timeout).
 	EventAttemptStopped Reason = "AttemptStopped"
+	// EventWorkerLost (Warning): a remote attempt was taken from the
+	// worker cluster it was dispatched to (the worker lost, or the
+	// attempt evicted there); Kueue dispatches it again.
+	EventWorkerLost Reason = "WorkerLost"
 	// EventRetryScheduled: the next attempt waits out its backoff; the
 	// message says when it starts.
 	EventRetryScheduled Reason = "RetryScheduled"

@@ -121,6 +121,12 @@ const (
 	// (key kubeconfig): the operator then reads the pods of the attempts
 	// that ran there (docs/multicluster.md).
 	LabelWorkerCluster = "batch.taskops.io/worker-cluster"
+	// AnnotationWorker records on a remote attempt's Job the worker
+	// cluster the operator last saw it dispatched to; AnnotationLostWorkers
+	// the workers it was taken from before (a JSON list of LostWorker).
+	// The Job keeps them so a restarted operator or a lost status knows.
+	AnnotationWorker      = "batch.taskops.io/worker"
+	AnnotationLostWorkers = "batch.taskops.io/lost-workers"
 )
 
 // MaxRunNowTokenLength is the longest run-now token that

@@ -1133,6 +1133,24 @@ type AttemptRecord struct {
 	// failed attempt too.
 	// +optional
 	Results map[string]string `json:"results,omitempty"`
+
+	// LostWorkers are the worker clusters the attempt was taken from
+	// before it ended, oldest first: Kueue dispatches an attempt again
+	// when its worker is lost (unreachable for MultiKueue's
+	// workerLostTimeout) or evicts it there. Each says when the operator
+	// saw the attempt leave it.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	LostWorkers []LostWorker `json:"lostWorkers,omitempty"`
+}
+
+// LostWorker is a worker cluster an attempt was taken from.
+type LostWorker struct {
+	// Cluster is the MultiKueueCluster's name.
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	// Time is when the operator saw the attempt leave it.
+	Time metav1.Time `json:"time"`
 }
 
 // MaxActiveListed is the most running Jobs status.active lists (the

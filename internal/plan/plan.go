@@ -83,6 +83,9 @@ type Input struct {
 	// RetryAfter holds, by Job name, the Retry-After (seconds, 0: none) the
 	// pods of a failed http attempt reported, read this pass.
 	RetryAfter map[string]int64
+	// Workers holds, by Job name, the worker cluster the Workload of each
+	// active remote attempt names this pass ("": none yet, or again).
+	Workers map[string]string
 	// Queue is the TaskQueue spec.queueName names, as the pass saw it; nil
 	// when the Task names none.
 	Queue *Queue
@@ -171,6 +174,10 @@ type Plan struct {
 	// RecordRetryAfter: Retry-After seconds to keep on the Jobs of failed
 	// http attempts (v1alpha1.AnnotationRetryAfter), by Job name.
 	RecordRetryAfter map[string]int64
+	// RecordWorker: the worker clusters to keep on the Jobs of remote
+	// attempts that arrived on one or were taken from one, by Job name
+	// (workers.go).
+	RecordWorker map[string]WorkerNote
 	// Start: the next attempts of existing runs, oldest run first, then
 	// the first attempts of new runs.
 	Start []Start
@@ -245,6 +252,7 @@ func Decide(in Input) Plan {
 	d.takePending()      //    the queued new runs the status remembers (queue.go)
 	d.cancel()           // 2. a new cancel token (cancel.go)
 	d.keepOutputs()      // 3. outputs and Retry-After to keep on Jobs
+	d.noteWorkers()      //    and remote attempts' workers
 	d.checkDeadlines()   //    attempts past activeDeadlineSeconds stopped (start.go)
 	d.planRuns(schedule) // 4. next attempts, new runs, Replace, the queue's gate (starts.go)
 	d.afterwards()       // 5. retries to wait for, the next slot, pruning, the TTL

@@ -41,13 +41,15 @@ func (p *pass) act(ctx context.Context) error {
 }
 
 // actions carry out the plan's parts, in order: the labels the operator
-// finds its Jobs by put back, attempts stopped, outputs and Retry-After
-// kept on Jobs, attempts started (start.go), old runs' Jobs pruned.
+// finds its Jobs by put back, attempts stopped, outputs, Retry-After and
+// remote attempts' workers kept on Jobs, attempts started (start.go), old
+// runs' Jobs pruned.
 var actions = []func(p *pass, ctx context.Context) error{
 	(*pass).restoreAllLabels,
 	(*pass).stopAttempts,
 	(*pass).keepOutputs,
 	(*pass).keepRetryAfters,
+	(*pass).recordWorkers,
 	(*pass).startAttempts,
 	(*pass).pruneRuns,
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/retry"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/status"
@@ -124,4 +125,47 @@ func joinText(a, b string) string {
 		return a
 	}
 	return a + "; " + b
+}
+
+// observeWorker reads which worker the Workload of active remote attempt a
+// names now, for the plan to keep on its Job (plan.WorkerNote): nothing
+// when the Workload is not there.
+func (p *pass) observeWorker(ctx context.Context, in *plan.Input, a *runs.Attempt) error {
+	wl, err := p.workloadOf(ctx, a.JobName)
+	if err != nil || wl == nil {
+		return err
+	}
+	name, _, _ := unstructured.NestedString(wl.Object, "status", "clusterName")
+	in.Workers = setKey(in.Workers, a.JobName, name)
+	return nil
+}
+
+func (p *pass) recordWorkers(ctx context.Context) error {
+	return eachJob(p.plan.RecordWorker, "recording the worker cluster on", func(name string, note plan.WorkerNote) error {
+		return p.recordWorker(ctx, name, note)
+	})
+}
+
+// recordWorker keeps on a remote attempt's Job the worker it is on and
+// those it was taken from; a worker left is also a Warning event.
+func (p *pass) recordWorker(ctx context.Context, jobName string, note plan.WorkerNote) error {
+	annotations := map[string]any{v1alpha1.AnnotationWorker: nil}
+	if note.Worker != "" {
+		annotations[v1alpha1.AnnotationWorker] = note.Worker
+	}
+	if len(note.Lost) > 0 {
+		annotations[v1alpha1.AnnotationLostWorkers] = runs.EncodeLostWorkers(note.Lost)
+	}
+	job := p.jobRef(jobName)
+	if found, err := p.patchJob(ctx, job, map[string]any{"metadata": map[string]any{"annotations": annotations}}); !found || err != nil {
+		return err
+	}
+	if a := runs.FindAttempt(p.runs, jobName); a != nil {
+		a.Worker, a.LostWorkers = note.Worker, note.Lost
+	}
+	if note.Left != "" {
+		p.r.event(p.task, job, eventWarning, v1alpha1.EventWorkerLost, "Redispatch",
+			fmt.Sprintf("attempt Job %s was taken from worker cluster %s; Kueue dispatches it again", jobName, note.Left))
+	}
+	return nil
 }

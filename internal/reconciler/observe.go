@@ -80,8 +80,8 @@ func (p *pass) readJobs(ctx context.Context, in *plan.Input) error {
 
 // observeActive reads, for each active attempt, its pods when its start
 // check is due, and what they printed when it is being failed for its
-// deadline, while they are still there; with a remote attempt, it has the
-// Task's pods followed on the workers (multikueue.go).
+// deadline, while they are still there; for a remote attempt, its worker,
+// and it has the Task's pods followed on the workers (multikueue.go).
 func (p *pass) observeActive(ctx context.Context, in *plan.Input) error {
 	followed := false
 	for i := range in.Runs {
@@ -89,9 +89,14 @@ func (p *pass) observeActive(ctx context.Context, in *plan.Input) error {
 		if a.Phase != runs.Active {
 			continue
 		}
-		if a.Remote && !followed {
-			p.followWorkers(ctx)
-			followed = true
+		if a.Remote {
+			if !followed {
+				p.followWorkers(ctx)
+				followed = true
+			}
+			if err := p.observeWorker(ctx, in, a); err != nil {
+				return fmt.Errorf("reading the Workload of Job %s: %w", a.JobName, err)
+			}
 		}
 		if !a.PodsStarted && !a.Held && retry.StartCheckDue(a.StartBase(), retry.FirstStartCheck(&p.task.Spec), p.now) {
 			if err := p.observeStart(ctx, in, a); err != nil {

@@ -41,6 +41,11 @@ type Attempt struct {
 	// Reason and Message explain a Failed or Stopped attempt.
 	Reason  v1alpha1.Reason
 	Message string
+	// Worker is the worker cluster the operator last saw a remote attempt
+	// dispatched to, and LostWorkers those it was taken from before
+	// (v1alpha1.AnnotationWorker, AnnotationLostWorkers; workers.go).
+	Worker      string
+	LostWorkers []v1alpha1.LostWorker
 	// ExitCode is the exit code a finished attempt's Job conditions give:
 	// 0 for a Complete Job, the code that failed a Failed one where the
 	// Job controller named it (failure.go); nil otherwise. The pods, when
@@ -293,6 +298,8 @@ func AttemptOf(job *batchv1.Job, n int32) Attempt {
 		Output:           job.Annotations[v1alpha1.AnnotationOutput],
 		Params:           params.Decode(job.Annotations[v1alpha1.AnnotationParams]),
 		Trigger:          DecodeTrigger(job.Annotations[v1alpha1.AnnotationTrigger]),
+		Worker:           job.Annotations[v1alpha1.AnnotationWorker],
+		LostWorkers:      DecodeLostWorkers(job.Annotations[v1alpha1.AnnotationLostWorkers]),
 	}
 	if v, ok := job.Annotations[v1alpha1.AnnotationRetryAfter]; ok {
 		secs, _ := strconv.ParseInt(v, 10, 64)

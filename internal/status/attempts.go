@@ -55,7 +55,7 @@ func attemptRecords(st *v1alpha1.TaskStatus, prev string, rs []runs.Run, outputs
 
 // attemptRecord is the record of one observed attempt.
 func attemptRecord(a *runs.Attempt, outputs map[string]Output) v1alpha1.AttemptRecord {
-	rec := v1alpha1.AttemptRecord{Attempt: a.Number, JobName: a.JobName, StartTime: Time(a.Created), Params: a.Params}
+	rec := v1alpha1.AttemptRecord{Attempt: a.Number, JobName: a.JobName, StartTime: Time(a.Created), Params: a.Params, LostWorkers: a.LostWorkers}
 	if a.Phase == runs.Active {
 		return rec
 	}

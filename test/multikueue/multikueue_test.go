@@ -287,10 +287,18 @@ func TestAWorkerThatDisappearsLeavesTheAttemptToTheOther(t *testing.T) {
 		}
 		return other != "" && other != first, fmt.Sprintf("phase %s, copies on %v", task.Status.Phase, keys(c))
 	})
+	movedAt := time.Now()
 	t.Logf("%s after %s went, the attempt was dispatched to %s", time.Since(lostAt).Round(time.Second), first, other)
 	done := waitTask(t, ns, "survivor", "Succeeded", 2*time.Minute, phase(v1alpha1.PhaseSucceeded))
 	if done.Status.Attempts != 1 || done.Status.AttemptRecords[0].Cluster != other {
 		t.Fatalf("attempts %d, records %+v; want one, on %s", done.Status.Attempts, done.Status.AttemptRecords, other)
+	}
+	// The record says which worker lost the attempt, and when (between
+	// the API server's stop and the dispatch to the other worker).
+	gone := done.Status.AttemptRecords[0].LostWorkers
+	t.Logf("lostWorkers %+v", gone)
+	if len(gone) != 1 || gone[0].Cluster != first || gone[0].Time.Time.Before(lostAt.Add(-time.Second)) || gone[0].Time.Time.After(movedAt.Add(time.Second)) {
+		t.Fatalf("lostWorkers %+v; want %s, lost between %s and %s", gone, first, lostAt.Format(time.RFC3339), movedAt.Format(time.RFC3339))
 	}
 
 	restart()

@@ -181,41 +181,59 @@ func TestAnAttemptOnAWorkerWithAReaderHasTheRecordOfALocalOne(t *testing.T) {
 	queues(t, ns, 4, 2, 0) // worker-2 has no room: the attempts go to worker-1
 	bindReader(t, workerNamed(t, "worker-1"), ns)
 
-	for _, tc := range []struct {
-		name string
-		code int
-		want v1alpha1.TaskPhase
-	}{{"fails", 3, v1alpha1.PhaseFailed}, {"succeeds", 0, v1alpha1.PhaseSucceeded}} {
+	for _, tc := range outcomes {
 		create(t, env.c, outputTask(ns, tc.name, tc.code, "loaded the batch", "1234", remote))
 		create(t, env.c, outputTask(local, tc.name, tc.code, "loaded the batch", "1234"))
-		r := waitTask(t, ns, tc.name, string(tc.want)+" on a worker", 2*time.Minute, phase(tc.want))
-		l := waitTask(t, local, tc.name, string(tc.want)+" locally", 2*time.Minute, phase(tc.want))
-		rr, lr := r.Status.AttemptRecords[0], l.Status.AttemptRecords[0]
-		t.Logf("%s: on %s: exitCode %d results %v message %q lastError %q; locally: exitCode %d results %v message %q",
-			tc.name, rr.Cluster, ptr.Deref(rr.ExitCode, -1), rr.Results, rr.Message, r.Status.LastError, ptr.Deref(lr.ExitCode, -1), lr.Results, lr.Message)
-		if rr.Cluster != "worker-1" {
-			t.Fatalf("%s ran on %q; want worker-1", tc.name, rr.Cluster)
-		}
-		if ptr.Deref(rr.ExitCode, -1) != int32(tc.code) || ptr.Deref(lr.ExitCode, -1) != int32(tc.code) {
-			t.Errorf("%s: exit code %d on the worker, %d locally; want %d", tc.name, ptr.Deref(rr.ExitCode, -1), ptr.Deref(lr.ExitCode, -1), tc.code)
-		}
-		if rr.Results["rows"] != "1234" || fmt.Sprint(rr.Results) != fmt.Sprint(lr.Results) {
-			t.Errorf("%s: results %v on the worker, %v locally; want rows=1234 in both", tc.name, rr.Results, lr.Results)
-		}
-		remoteText, _, _ := strings.Cut(rr.Message, "; ran on worker cluster worker-1")
-		if same(remoteText) != same(lr.Message) || !strings.Contains(rr.Message, "ran on worker cluster worker-1") {
-			t.Errorf("%s: message %q on the worker, %q locally; want the same, and the worker named", tc.name, rr.Message, lr.Message)
-		}
-		if tc.code == 0 && (r.Status.Results["rows"] != "1234" || fmt.Sprint(r.Status.Results) != fmt.Sprint(l.Status.Results)) {
-			t.Errorf("status.results %v on the worker, %v locally", r.Status.Results, l.Status.Results)
-		}
-		if tc.code != 0 {
-			remoteErr, _, _ := strings.Cut(r.Status.LastError, "; ran on worker cluster worker-1")
-			if same(remoteErr) != same(l.Status.LastError) {
-				t.Errorf("lastError %q on the worker, %q locally; want the same", r.Status.LastError, l.Status.LastError)
-			}
-		}
 	}
+	for _, tc := range outcomes {
+		sameRecords(t, tc, waitTask(t, ns, tc.name, string(tc.want)+" on a worker", 2*time.Minute, phase(tc.want)),
+			waitTask(t, local, tc.name, string(tc.want)+" locally", 2*time.Minute, phase(tc.want)))
+	}
+}
+
+// outcomes are the two Tasks each output test runs remotely and locally:
+// one that fails with exit 3, one that succeeds; both hand back rows=1234.
+var outcomes = []outcome{{"fails", 3, v1alpha1.PhaseFailed}, {"succeeds", 0, v1alpha1.PhaseSucceeded}}
+
+type outcome struct {
+	name string
+	code int
+	want v1alpha1.TaskPhase
+}
+
+// sameRecords checks that the Task r that ran on worker-1 has the record
+// of the same Task l run locally: exit code, results, message and
+// lastError (pod and Job names aside), plus the worker named.
+func sameRecords(t *testing.T, tc outcome, r, l *v1alpha1.Task) {
+	t.Helper()
+	rr, lr := r.Status.AttemptRecords[0], l.Status.AttemptRecords[0]
+	t.Logf("%s: on %s: exitCode %d results %v message %q lastError %q; locally: exitCode %d results %v message %q lastError %q",
+		tc.name, rr.Cluster, ptr.Deref(rr.ExitCode, -1), rr.Results, rr.Message, r.Status.LastError,
+		ptr.Deref(lr.ExitCode, -1), lr.Results, lr.Message, l.Status.LastError)
+	if rr.Cluster != "worker-1" {
+		t.Fatalf("%s ran on %q; want worker-1", tc.name, rr.Cluster)
+	}
+	if ptr.Deref(rr.ExitCode, -1) != int32(tc.code) || ptr.Deref(lr.ExitCode, -1) != int32(tc.code) {
+		t.Errorf("%s: exit code %d on the worker, %d locally; want %d", tc.name, ptr.Deref(rr.ExitCode, -1), ptr.Deref(lr.ExitCode, -1), tc.code)
+	}
+	if rr.Results["rows"] != "1234" || fmt.Sprint(rr.Results) != fmt.Sprint(lr.Results) {
+		t.Errorf("%s: results %v on the worker, %v locally; want rows=1234 in both", tc.name, rr.Results, lr.Results)
+	}
+	if same(withoutWorker(rr.Message)) != same(lr.Message) || !strings.HasSuffix(rr.Message, "ran on worker cluster worker-1") {
+		t.Errorf("%s: message %q on the worker, %q locally; want the same, and the worker named", tc.name, rr.Message, lr.Message)
+	}
+	if same(withoutWorker(r.Status.LastError)) != same(l.Status.LastError) {
+		t.Errorf("%s: lastError %q on the worker, %q locally; want the same", tc.name, r.Status.LastError, l.Status.LastError)
+	}
+	if tc.code == 0 && (r.Status.Results["rows"] != "1234" || fmt.Sprint(r.Status.Results) != fmt.Sprint(l.Status.Results)) {
+		t.Errorf("status.results %v on the worker, %v locally", r.Status.Results, l.Status.Results)
+	}
+}
+
+// withoutWorker is a remote record's message without the worker's name at
+// its end.
+func withoutWorker(msg string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(msg, "ran on worker cluster worker-1"), "; ")
 }
 
 // A worker the operator has no kubeconfig for (worker-2) is not read: the
