@@ -10,11 +10,11 @@
 //
 // Why a watch and not a read at the end: Kueue deletes the worker's copy
 // of a Job (and so its pods) as soon as the Job is finished, at the moment
-// the operator learns of the end from the mirrored status. So while a
-// namespace has remote attempts (Follow), the operator watches the Task
-// pods of that namespace on every worker it has a kubeconfig for, and
-// keeps each attempt's ended pods (trimmed, bounded) until the status has
-// read them (Ended), whether or not the worker has deleted them by then.
+// the operator learns of the end from the mirrored status. So once a
+// namespace has a remote attempt (Follow), the operator watches the Task
+// pods of that namespace on every worker it has a kubeconfig for, from then
+// on, and keeps each attempt's ended pods (trimmed, bounded) for the status
+// to read (Ended), whether or not the worker has deleted them by then.
 //
 // What lives where: workers.go (Readers: Follow, Ended), kubeconfig.go (a
 // Secret to a client, refusing what would let a Secret run a command or
