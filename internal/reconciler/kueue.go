@@ -56,8 +56,12 @@ func noKueue(task *v1alpha1.Task) *status.Problem {
 
 // workloadOf finds the Kueue Workload of an attempt's Job, by the Job's
 // UID (the cached Job has it): nil when the Job is gone or Kueue has not
-// made one yet.
+// made one yet. Read once per pass (a remote attempt's worker, why Kueue
+// holds it, its start check and its output all ask).
 func (p *pass) workloadOf(ctx context.Context, jobName string) (*unstructured.Unstructured, error) {
+	if wl, ok := p.workloads[jobName]; ok {
+		return wl, nil
+	}
 	job := &batchv1.Job{}
 	if err := p.r.Client.Get(ctx, ctrl.ObjectKey{Namespace: p.task.Namespace, Name: jobName}, job); err != nil {
 		return nil, ctrl.IgnoreNotFound(err)
@@ -67,10 +71,12 @@ func (p *pass) workloadOf(ctx context.Context, jobName string) (*unstructured.Un
 	if err := p.r.APIReader.List(ctx, list, ctrl.InNamespace(p.task.Namespace), ctrl.MatchingLabels{kueueJobUIDLabel: string(job.UID)}); err != nil {
 		return nil, err
 	}
-	if len(list.Items) == 0 {
-		return nil, nil
+	var wl *unstructured.Unstructured
+	if len(list.Items) > 0 {
+		wl = &list.Items[0]
 	}
-	return &list.Items[0], nil
+	p.workloads = setKey(p.workloads, jobName, wl)
+	return wl, nil
 }
 
 // heldByKueue is why Kueue holds a Job: its Workload's QuotaReserved

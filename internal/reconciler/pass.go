@@ -5,6 +5,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/notify"
@@ -45,6 +46,9 @@ type pass struct {
 	outputs map[string]status.Output
 	// pods holds the pods this pass read, by Job name (attemptPods).
 	pods map[string][]corev1.Pod
+	// workloads holds the Kueue Workloads this pass read, by Job name
+	// (workloadOf; nil: none).
+	workloads map[string]*unstructured.Unstructured
 	// notifications are the Task's notification Jobs, by run id.
 	notifications map[string]notify.Job
 	// notificationNotes says, by run id, why a notification failed that

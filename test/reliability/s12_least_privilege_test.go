@@ -87,8 +87,12 @@ func TestS12LeastPrivilege(t *testing.T) {
 			{true, authorizationv1.ResourceAttributes{Resource: "pods", Verb: "list", Namespace: ns}},
 			{true, authorizationv1.ResourceAttributes{Group: "events.k8s.io", Resource: "events", Verb: "create", Namespace: ns}},
 			{true, authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: operatorNamespace, Name: leaseName}},
+			// Secrets: only listed, only in its own namespace, for the
+			// MultiKueue workers' read-only kubeconfigs (internal/workers).
+			{true, authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: operatorNamespace}},
 			{false, authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get", Namespace: ns}},
 			{false, authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list"}},
+			{false, authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "list", Namespace: ns}},
 			{false, authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "watch", Namespace: operatorNamespace}},
 			// ConfigMaps hold every tenant's configuration: none is read
 			// unless its namespace grants it (spec.skipDatesFrom's
@@ -125,8 +129,12 @@ func TestS12LeastPrivilege(t *testing.T) {
 				continue
 			}
 			b, _ := json.Marshal(u.Object["rules"])
-			if strings.Contains(string(b), "secrets") || strings.Contains(string(b), `"*"`) {
-				t.Errorf("%s %s grants secrets or a wildcard: %s", u.GetKind(), u.GetName(), b)
+			if strings.Contains(string(b), `"*"`) {
+				t.Errorf("%s %s grants a wildcard: %s", u.GetKind(), u.GetName(), b)
+			}
+			if strings.Contains(string(b), "secrets") && (u.GetKind() != "Role" || !strings.Contains(string(b), `{"apiGroups":[""],"resources":["secrets"],"verbs":["list"]}`) ||
+				strings.Count(string(b), "secrets") != 1) {
+				t.Errorf("%s %s grants secrets beyond list in its own namespace: %s", u.GetKind(), u.GetName(), b)
 			}
 		}
 		allowed := 0
@@ -135,7 +143,7 @@ func TestS12LeastPrivilege(t *testing.T) {
 				allowed++
 			}
 		}
-		figure(t, "%d SubjectAccessReviews of %s (%d allowed: jobs create/patch, tasks/status patch, tasks/finalizers update, pods list, pods/log get, events create, its lease update; %d refused: secrets get/list/watch, configmaps get/list/update, pods get/create/exec, jobs update, tasks create/update, namespaces delete, tokens, leases elsewhere, escalate): %d wrong",
+		figure(t, "%d SubjectAccessReviews of %s (%d allowed: jobs create/patch, tasks/status patch, tasks/finalizers update, pods list, pods/log get, events create, its lease update, secrets list in its namespace; %d refused: secrets get/list elsewhere/watch, configmaps get/list/update, pods get/create/exec, jobs update, tasks create/update, namespaces delete, tokens, leases elsewhere, escalate): %d wrong",
 			len(checks), operatorUser, allowed, len(checks)-allowed, wrong)
 	})
 
