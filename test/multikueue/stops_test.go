@@ -98,17 +98,15 @@ func TestSuspendHoldsTheRetryOfARemoteAttemptUntilResumed(t *testing.T) {
 	}
 }
 
-// The capacity timeout: with both workers full, MultiKueue finds no worker
-// for the attempt, which waits WaitingForCapacity with Kueue's message and
-// fails CapacityTimeout after capacityTimeoutSeconds; its Workload is
+// The capacity timeout: with no room on either worker (their queues for
+// the namespace have no CPU), MultiKueue finds no worker for the attempt,
+// which waits WaitingForCapacity with Kueue's message and fails
+// CapacityTimeout after capacityTimeoutSeconds; its Workload is
 // deactivated and nothing of it stays on a worker.
 func TestAnAttemptNoWorkerTakesEndsAtTheCapacityTimeout(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t, "mk-capacity")
-	queues(t, ns, 4, 1, 1)
-	for _, w := range env.workers {
-		occupy(t, w, ns, 1)
-	}
+	queues(t, ns, 4, 0, 0)
 	create(t, env.c, dispatchedTask(ns, "waits", 1, testutil.CapacityTimeout(15)))
 	waiting := waitTask(t, ns, "waits", "WaitingForCapacity", time.Minute, func(t *v1alpha1.Task) bool {
 		return harness.Cond(t, v1alpha1.ConditionReady).Reason == string(v1alpha1.ReasonWaitingForCapacity)
