@@ -74,7 +74,7 @@ func TestKueuesWebhookDispatchesATaskWithOnlyTheQueueLabel(t *testing.T) {
 
 // A failing attempt fails on its worker (the shell's exit 3 there, as the
 // mirrored Job status reports it) and is retried as a new Job, dispatched
-// afresh: with the first attempt's worker made full during the backoff,
+// afresh: with the first attempt's worker left no room during the backoff,
 // the retry runs on the other worker, and lastError names that one. An
 // exit code listed in spec.nonRetryableExitCodes ends the run at once
 // (NotRetryable), from the pod failure policy's outcome on the worker.
@@ -87,7 +87,7 @@ func TestAFailingAttemptIsRetriedAndTheRetryIsDispatchedAgain(t *testing.T) {
 	waitTask(t, ns, "flaky", "its first attempt failed", time.Minute, func(t *v1alpha1.Task) bool {
 		return len(t.Status.AttemptRecords) > 0 && t.Status.AttemptRecords[len(t.Status.AttemptRecords)-1].Result == v1alpha1.AttemptResultFailed
 	})
-	occupy(t, workerNamed(t, first), ns, 1) // within the 15 s backoff
+	closeWorker(t, workerNamed(t, first), ns) // within the 15 s backoff
 
 	failed := waitTask(t, ns, "flaky", "Failed after 2 attempts", 2*time.Minute, phase(v1alpha1.PhaseFailed))
 	if failed.Status.Attempts != 2 || len(failed.Status.AttemptRecords) != 2 {

@@ -4,6 +4,7 @@ package multikueue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -195,6 +197,28 @@ func cancelTask(t *testing.T, ns, name string) {
 	if err := env.c.Patch(context.Background(), task, patch); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// closeWorker leaves worker w no room for namespace ns: its ClusterQueue
+// for ns gets a quota of 0 CPUs (what is admitted stays). Unlike occupy it
+// needs only Kueue's ClusterQueue watch on the worker, not its Job
+// integration.
+func closeWorker(t *testing.T, w *worker, ns string) {
+	t.Helper()
+	cq := harness.KueueObject("ClusterQueue", "", "cq-"+ns, nil)
+	patch := []byte(`{"spec":` + mustJSON(t, harness.ClusterQueueSpec(ns, flavor, 0)) + `}`)
+	if err := w.c.Patch(context.Background(), cq, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("closing %s's queue for %s: %v", w.name, ns, err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // occupy takes cpu CPUs of a worker's ClusterQueue for namespace ns with
