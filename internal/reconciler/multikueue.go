@@ -31,12 +31,18 @@ import (
 // workerOf is the worker cluster Kueue dispatched a Job to: its Workload's
 // status.clusterName, "" while none is chosen (or the Workload is gone).
 func (p *pass) workerOf(ctx context.Context, jobName string) (string, error) {
+	name, _, err := p.workerOfWorkload(ctx, jobName)
+	return name, err
+}
+
+// workerOfWorkload is workerOf, and whether there is a Workload to say.
+func (p *pass) workerOfWorkload(ctx context.Context, jobName string) (name string, found bool, err error) {
 	wl, err := p.workloadOf(ctx, jobName)
 	if err != nil || wl == nil {
-		return "", err
+		return "", false, err
 	}
-	name, _, _ := unstructured.NestedString(wl.Object, "status", "clusterName")
-	return name, nil
+	name, _, _ = unstructured.NestedString(wl.Object, "status", "clusterName")
+	return name, true, nil
 }
 
 // WorkerPods reads the pods of remote attempts on the worker clusters
@@ -131,13 +137,11 @@ func joinText(a, b string) string {
 // names now, for the plan to keep on its Job (plan.WorkerNote): nothing
 // when the Workload is not there.
 func (p *pass) observeWorker(ctx context.Context, in *plan.Input, a *runs.Attempt) error {
-	wl, err := p.workloadOf(ctx, a.JobName)
-	if err != nil || wl == nil {
-		return err
+	name, found, err := p.workerOfWorkload(ctx, a.JobName)
+	if found {
+		in.Workers = setKey(in.Workers, a.JobName, name)
 	}
-	name, _, _ := unstructured.NestedString(wl.Object, "status", "clusterName")
-	in.Workers = setKey(in.Workers, a.JobName, name)
-	return nil
+	return err
 }
 
 func (p *pass) recordWorkers(ctx context.Context) error {

@@ -111,24 +111,31 @@ func IsChained(runID string) bool { return strings.HasPrefix(runID, "a") }
 
 // EncodeTrigger is a run's trigger as its Jobs record it
 // (v1alpha1.AnnotationTrigger); "" for none.
-func EncodeTrigger(trigger []v1alpha1.TriggerRef) string {
-	if len(trigger) == 0 {
+func EncodeTrigger(trigger []v1alpha1.TriggerRef) string { return encodeList(trigger) }
+
+// DecodeTrigger reads EncodeTrigger's text; nil when empty or unreadable
+// (someone edited the annotation: the run then records no trigger).
+func DecodeTrigger(s string) []v1alpha1.TriggerRef { return decodeList[v1alpha1.TriggerRef](s) }
+
+// encodeList is a list as an annotation keeps it, JSON; "" for none.
+func encodeList[T any](list []T) string {
+	if len(list) == 0 {
 		return ""
 	}
-	b, err := json.Marshal(trigger)
+	b, err := json.Marshal(list)
 	if err != nil {
 		return ""
 	}
 	return string(b)
 }
 
-// DecodeTrigger reads EncodeTrigger's text; nil when empty or unreadable
-// (someone edited the annotation: the run then records no trigger).
-func DecodeTrigger(s string) []v1alpha1.TriggerRef {
+// decodeList reads encodeList's text; nil when empty or unreadable (an
+// annotation edited by hand).
+func decodeList[T any](s string) []T {
 	if s == "" {
 		return nil
 	}
-	var out []v1alpha1.TriggerRef
+	var out []T
 	if json.Unmarshal([]byte(s), &out) != nil {
 		return nil
 	}
