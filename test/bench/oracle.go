@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -29,7 +28,8 @@ import (
 // run again with -oracle-namespace (its own process and connection, its own
 // user agent, 32 workers, no client-side limit) that creates the Jobs the
 // operator would (jobs.Build) and nothing else (no status, no finalizer, no
-// events), in one of three modes:
+// events), in one of three modes (and a fourth, floor.go's, that makes the
+// operator's whole traffic):
 //
 //	burst  watch the namespace's Tasks; for each new one, create its Job
 //	pre    list the namespace's Tasks (created before it started); create their Jobs
@@ -63,6 +63,9 @@ func oracleMain(a oracleArgs) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", a.kubeconfig)
 	if err != nil {
 		return err
+	}
+	if a.mode == oracleFloor {
+		return floorMain(cfg, a) // floor.go
 	}
 	cfg.QPS, cfg.UserAgent = -1, oracleUserAgent
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
@@ -139,8 +142,12 @@ func oracleMain(a oracleArgs) error {
 
 // oracleProcess is a running oracle.
 type oracleProcess struct {
-	cmd     *exec.Cmd
-	stderr  *strings.Builder
+	cmd    *exec.Cmd
+	stderr *strings.Builder
+	// stdout is what it printed after "ready" (the floor: its CPU), whole
+	// once wait returned.
+	stdout  *strings.Builder
+	copied  chan struct{}
 	started time.Time // just before the process was started
 }
 
@@ -155,7 +162,7 @@ func startOracle(ctx context.Context, o *options, cl *cluster, a oracleArgs) (*o
 	if !a.slot.IsZero() {
 		args = append(args, "-oracle-slot", fmt.Sprint(a.slot.Unix()))
 	}
-	p := &oracleProcess{cmd: exec.CommandContext(ctx, self, args...), stderr: &strings.Builder{}}
+	p := &oracleProcess{cmd: exec.CommandContext(ctx, self, args...), stderr: &strings.Builder{}, stdout: &strings.Builder{}, copied: make(chan struct{})}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -170,12 +177,18 @@ func startOracle(ctx context.Context, o *options, cl *cluster, a oracleArgs) (*o
 		_ = p.cmd.Wait()
 		return nil, fmt.Errorf("the oracle did not start: %s", p.stderr.String())
 	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	go func() {
+		defer close(p.copied)
+		for lines.Scan() {
+			p.stdout.WriteString(lines.Text() + "\n")
+		}
+	}()
 	return p, nil
 }
 
 // wait waits for the oracle to finish its creates.
 func (p *oracleProcess) wait() error {
+	<-p.copied // Wait closes the pipe: read it all first
 	if err := p.cmd.Wait(); err != nil {
 		return fmt.Errorf("the oracle: %v: %s", err, p.stderr.String())
 	}

@@ -56,3 +56,34 @@ func TestVerdictNeedsTheMedianAndTheWorstRepeat(t *testing.T) {
 		})
 	}
 }
+
+// A floor above the target in every repeat says the row cannot be met by
+// any program making the same traffic; a floor under it says nothing of
+// the kind.
+func TestFloorVerdictSaysWhetherTheTargetIsUnderTheFloor(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want string
+	}{
+		{[]float64{7.6, 7.1, 8.0}, "above 5 in every repeat: the row's floor"},
+		{[]float64{4.9, 5.2, 5.3}, "above 5 (median)"},
+		{[]float64{4.2, 4.9, 5.3}, "under 5"},
+		{[]float64{math.NaN()}, ""},
+	} {
+		if got := floorVerdict(tc.xs, 5); got != tc.want {
+			t.Errorf("floorVerdict(%v, 5) = %q, want %q", tc.xs, got, tc.want)
+		}
+	}
+}
+
+// The floor process's figures come back from its output; a figure missing
+// is an error, not a zero.
+func TestParseFloor(t *testing.T) {
+	got, err := parseFloor("cpu 7.609\npatches 2144\nheap 9437184\n")
+	if err != nil || got != (floorResult{cpu: 7.609, patches: 2144, heap: 9437184}) {
+		t.Fatalf("parseFloor = %+v, %v", got, err)
+	}
+	if _, err := parseFloor("cpu 7.609\n"); err == nil {
+		t.Fatal("parseFloor without heap and patches: no error")
+	}
+}

@@ -164,6 +164,23 @@ func atMost(xs []float64, limit float64) string {
 	return "<= " + fmtNum(limit) + ": " + verdict(xs, atMostOf(limit))
 }
 
+// floorVerdict says where a floor measured in the same run stands
+// against the target of the row it bounds: a target below every repeat's
+// floor cannot be met by any program making the same traffic.
+func floorVerdict(floor []float64, target float64) string {
+	m := measured(floor)
+	if len(m) == 0 {
+		return ""
+	}
+	if lo, _ := minMax(m); lo > target {
+		return fmt.Sprintf("above %s in every repeat: the row's floor", fmtNum(target))
+	}
+	if median(m) > target {
+		return fmt.Sprintf("above %s (median)", fmtNum(target))
+	}
+	return "under " + fmtNum(target)
+}
+
 // verdictVs1 judges a ratio whose target is "below 1" (less) or "above 1"
 // (more): within 2% of 1 it is a tie, which the target does not count as
 // met however the last digit falls.
@@ -330,6 +347,13 @@ func (rs *results) renderBurst(add adder) {
 		add("burst", "  reconciles per Task", spread(bf(func(b *burstResult) float64 { return b.writes.reconciles / float64(n) }), ""), "")
 		cpu := bf(func(b *burstResult) float64 { return b.cpuSeconds / float64(n) * 1000 })
 		add("burst", "operator CPU per 1000 Tasks", spread(cpu, "CPU-s"), atMost(cpu, 5))
+		// A burst measured before the floor existed (or without it) has none.
+		if fl := bf(func(b *burstResult) float64 { return orNaN(b.floorCPU) }); anyValue(fl) {
+			add("burst", "  floor: a program making the operator's traffic alone (watches, Job create, 2 status patches, pod list), per 1000 Tasks", spread(fl, "CPU-s"), floorVerdict(fl, 5))
+			add("burst", "  operator / floor (ratio: the operator's own work)", spread(bf(func(b *burstResult) float64 { return ratio(b.cpuSeconds/float64(n)*1000, b.floorCPU) }), "x"), "")
+			fh := bf(func(b *burstResult) float64 { return orNaN(b.floorHeap) })
+			add("burst", "  floor's live heap growth with the finished Tasks and their Jobs in its caches, per 1000 Tasks (memory's target 7.5 MiB)", spread(fh, "MiB"), floorVerdict(fh, 7.5))
+		}
 		add("burst", "  API server CPU per 1000 Tasks, same window (first create to the last Ready)", spread(bf(func(b *burstResult) float64 { return b.apiCPUSeconds / float64(n) * 1000 }), "CPU-s"), "")
 		add("burst", "  follow-on writes per Task of the Job controller, scheduler and kwok, same window", spread3(bf(func(b *burstResult) float64 { return b.followOn.react() }), ""), "")
 		add("burst", "Jobs per Task (1 = no retries)", spread(bf(func(b *burstResult) float64 { return float64(b.jobs) / float64(n) }), ""), "")
@@ -686,6 +710,14 @@ func idleVal(r *repeatResult, f func(*idleResult) float64) float64 {
 		return math.NaN()
 	}
 	return f(r.idle)
+}
+
+// orNaN is x, or NaN (not measured) for 0.
+func orNaN(x float64) float64 {
+	if x == 0 {
+		return math.NaN()
+	}
+	return x
 }
 
 func anyValue(xs []float64) bool {

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/index"
+	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/reconciler"
+	"github.com/taskops/task-operator/internal/runs"
+	"github.com/taskops/task-operator/internal/status"
+)
+
+// The CPU floor of the burst: the smallest program that makes the API
+// traffic the operator must make for a one-shot Task, so that the
+// operator's CPU per 1000 Tasks can be read against what that traffic alone
+// costs a Go process on the same cluster. It is an oracle process in mode
+// "floor" (oracle.go) and does, per Task, exactly what the burst counts of
+// the operator (3 writes, 1 read):
+//
+//   - a watch of the namespace's Tasks and of its Jobs, through
+//     controller-runtime's cache with the operator's own cache options
+//     (reconciler.CacheOptions: managed fields stripped, Jobs trimmed), the
+//     Jobs over protobuf as the operator's;
+//   - the attempt's Job created (jobs.Build, as the operator builds it);
+//   - the status computed with the operator's pure status.Compute and
+//     written as the operator writes it (a merge patch of the status with
+//     the resource version as a lock, its answer read as metadata), once when the Job shows started and
+//     once when it finished;
+//   - the finished attempt's pods listed once (the operator reads their
+//     output for the status).
+//
+// What it leaves out is the operator's own work: the plan, the observers,
+// the work queue's priorities, events, metrics, the shortcuts. It runs
+// with the operator's GC target (cmd/manager's defaultGCPercent, 50) and no
+// client-side limit, 32 workers, and reports its CPU (user + system) from
+// its caches' sync to its N-th finished status.
+
+const (
+	oracleFloor oracleMode = "floor"
+	// floorGCPercent is cmd/manager's defaultGCPercent.
+	floorGCPercent = 50
+	floorUserAgent = "task-operator-floor"
+)
+
+// floor is a running floor process's state.
+type floor struct {
+	ns     string
+	cached client.Client // reads from the cache, writes to the API server
+	direct client.Reader // reads from the API server (pods), as the operator's APIReader
+	q      workqueue.TypedRateLimitingInterface[string]
+
+	mu      sync.Mutex
+	written map[string]int // Task name: 1 once its start is recorded, 2 once its end is
+	ended   int
+	patches int // status patches sent, refused ones (409) included
+	n       int
+	done    chan struct{}
+}
+
+// floorMain runs the floor until n Tasks have their end recorded, then
+// prints "cpu <seconds>" (its CPU since it printed "ready").
+func floorMain(cfg *rest.Config, a oracleArgs) error {
+	if _, set := syscall.Getenv("GOGC"); !set {
+		debug.SetGCPercent(floorGCPercent)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.UserAgent = -1, floorUserAgent
+	opts := reconciler.CacheOptions(false)
+	opts.Scheme = scheme
+	opts.DefaultNamespaces = map[string]cache.Config{a.namespace: {}}
+	ca, err := cache.New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	cached, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{Reader: ca}})
+	if err != nil {
+		return err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &floor{
+		ns: a.namespace, cached: cached, direct: direct, n: a.n, written: map[string]int{}, done: make(chan struct{}),
+		q: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+	}
+	enqueueTask := func(o any) {
+		if t, ok := o.(*v1alpha1.Task); ok {
+			f.q.Add(t.Name)
+		}
+	}
+	enqueueJob := func(o any) {
+		if j, ok := o.(*batchv1.Job); ok && j.Labels[v1alpha1.LabelTask] != "" {
+			f.q.Add(j.Labels[v1alpha1.LabelTask])
+		}
+	}
+	// The operator's indexes: its Jobs are listed by their Task's UID.
+	if err := index.Add(ctx, ca); err != nil {
+		return err
+	}
+	ti, err := ca.GetInformer(ctx, &v1alpha1.Task{})
+	if err != nil {
+		return err
+	}
+	if _, err := ti.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueueTask}); err != nil {
+		return err
+	}
+	ji, err := ca.GetInformer(ctx, &batchv1.Job{})
+	if err != nil {
+		return err
+	}
+	if _, err := ji.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueueJob, UpdateFunc: func(_, o any) { enqueueJob(o) }}); err != nil {
+		return err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the floor's caches did not sync")
+	}
+	heap0 := liveHeap()
+	cpu0 := selfCPU()
+	fmt.Println("ready")
+	for range a.workers {
+		go f.work(ctx)
+	}
+	<-f.done
+	f.q.ShutDown()
+	cpu := selfCPU() - cpu0
+	f.mu.Lock()
+	patches := f.patches
+	f.mu.Unlock()
+	// Its caches now hold the N finished Tasks and their Jobs, as the
+	// operator's do at N in the memory session.
+	fmt.Printf("cpu %.3f\npatches %d\nheap %d\n", cpu, patches, liveHeap()-heap0)
+	return nil
+}
+
+func (f *floor) work(ctx context.Context) {
+	for {
+		name, quit := f.q.Get()
+		if quit {
+			return
+		}
+		if err := f.pass(ctx, name); err != nil {
+			f.q.AddRateLimited(name)
+		} else {
+			f.q.Forget(name)
+		}
+		f.q.Done(name)
+	}
+}
+
+// pass creates the Task's Job, or records its start or end.
+func (f *floor) pass(ctx context.Context, name string) error {
+	f.mu.Lock()
+	w := f.written[name]
+	f.mu.Unlock()
+	if w == 2 {
+		return nil
+	}
+	var task v1alpha1.Task
+	if err := f.cached.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: name}, &task); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	var jl batchv1.JobList
+	if err := f.cached.List(ctx, &jl, client.InNamespace(f.ns), client.MatchingFields{index.OwnedJobs: string(task.UID)}); err != nil {
+		return err
+	}
+	if len(jl.Items) == 0 {
+		if w > 0 || task.Status.ObservedGeneration != 0 {
+			return nil
+		}
+		err := f.cached.Create(ctx, jobs.Build(&task, runs.OneShot, 1, nil, nil, benchJobOptions))
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	rs := runs.FromJobs(task.UID, jl.Items)
+	if len(rs) == 0 {
+		return nil
+	}
+	a := rs[0].Latest()
+	in := status.Input{Task: &task, Runs: rs, Now: time.Now()}
+	switch {
+	case a.Phase == runs.Succeeded || a.Phase == runs.Failed:
+		var pods corev1.PodList
+		if err := f.direct.List(ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels{batchv1.JobNameLabel: a.JobName, v1alpha1.LabelTask: name}); err != nil {
+			return err
+		}
+		in.Outputs = map[string]status.Output{a.JobName: floorOutput(pods.Items)}
+		w = 2
+	case a.PodsStarted && w == 0:
+		w = 1
+	default:
+		return nil
+	}
+	if err := f.writeStatus(ctx, &task, status.Compute(in)); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.written[name] = w
+	if w == 2 {
+		f.ended++
+		if f.ended == f.n {
+			close(f.done)
+		}
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// writeStatus patches the status as the operator's writeStatus does: a
+// merge patch of the status alone, locked to the resource version read.
+func (f *floor) writeStatus(ctx context.Context, task *v1alpha1.Task, st v1alpha1.TaskStatus) error {
+	from, err := json.Marshal(&task.Status)
+	if err != nil {
+		return err
+	}
+	to, err := json.Marshal(&st)
+	if err != nil {
+		return err
+	}
+	diff, err := jsonpatch.CreateMergePatch(from, to)
+	if err != nil {
+		return err
+	}
+	body := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":%s}`, task.ResourceVersion, diff)
+	f.mu.Lock()
+	f.patches++
+	f.mu.Unlock()
+	// As the operator: the answer read as metadata alone.
+	written := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Task"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: task.Name},
+	}
+	return f.cached.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, []byte(body)))
+}
+
+// floorOutput is what the operator's status takes from the pods: the task
+// container's termination message and exit code.
+func floorOutput(pods []corev1.Pod) status.Output {
+	var out status.Output
+	for i := range pods {
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				code := t.ExitCode
+				out.Text, out.ExitCode = t.Message, &code
+			}
+		}
+	}
+	return out
+}
+
+// selfCPU is this process's CPU time so far (user + system), in seconds.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// liveHeap is the live heap after a forced collection, in bytes.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// floorResult is what a floor process printed: its CPU (s), its live heap
+// growth (bytes) and its status patches.
+type floorResult struct{ cpu, heap, patches float64 }
+
+// parseFloor reads the "cpu", "heap" and "patches" lines a floor process
+// printed.
+func parseFloor(out string) (floorResult, error) {
+	got := map[string]float64{}
+	for line := range strings.Lines(out) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return floorResult{}, fmt.Errorf("the floor's %q: %w", line, err)
+		}
+		got[k] = x
+	}
+	for _, k := range []string{"cpu", "heap", "patches"} {
+		if _, ok := got[k]; !ok {
+			return floorResult{}, fmt.Errorf("the floor printed no %s figure: %q", k, out)
+		}
+	}
+	return floorResult{cpu: got["cpu"], heap: got["heap"], patches: got["patches"]}, nil
+}
+
+// floorNamespace is where the floor works (emptied before the operator's
+// burst, as the oracle's).
+const floorNamespace = "bench-floor"
+
+// runFloorBurst runs the floor as its own process over N new Tasks created
+// as the burst creates them, and returns its CPU (CPU-s) and live heap
+// growth (MiB) per 1000 Tasks. It cleans up as runOracleBurst does.
+func runFloorBurst(ctx context.Context, o *options, cl *cluster) (cpuPerK, heapPerK float64, err error) {
+	if err := cl.ensureNamespace(ctx, floorNamespace); err != nil {
+		return 0, 0, err
+	}
+	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: floorNamespace, mode: oracleFloor, n: o.n})
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		return oneShotTask(floorNamespace, fmt.Sprintf("floor-%05d", i))
+	}); err != nil {
+		return 0, 0, err
+	}
+	if err := p.wait(); err != nil {
+		return 0, 0, err
+	}
+	fr, err := parseFloor(p.stdout.String())
+	if err != nil {
+		return 0, 0, err
+	}
+	perK := float64(o.n) / 1000
+	cpuPerK, heapPerK = fr.cpu/perK, fr.heap/perK/(1<<20)
+	o.logf("floor burst: %d Tasks to their end in %.2f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB (%.2f per 1000 Tasks)",
+		o.n, time.Since(p.started).Seconds(), fr.cpu, cpuPerK, fr.patches, fr.heap/(1<<20), heapPerK)
+	return cpuPerK, heapPerK, cleanNamespace(ctx, o, cl, floorNamespace)
+}
