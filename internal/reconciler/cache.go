@@ -96,7 +96,8 @@ func trimJob(obj any) (any, error) {
 	out := &batchv1.Job{
 		TypeMeta:   job.TypeMeta,
 		ObjectMeta: job.ObjectMeta, // a copy of the struct: the argument keeps its managedFields
-		Spec:       batchv1.JobSpec{Completions: job.Spec.Completions, Suspend: job.Spec.Suspend, ManagedBy: job.Spec.ManagedBy},
+		// sameTrimmedJob (setup.go) compares exactly these three.
+		Spec: batchv1.JobSpec{Completions: job.Spec.Completions, Suspend: job.Spec.Suspend, ManagedBy: job.Spec.ManagedBy},
 		Status: batchv1.JobStatus{
 			Conditions:     finishConditions(job.Status.Conditions),
 			CompletionTime: job.Status.CompletionTime,
