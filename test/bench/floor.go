@@ -49,7 +49,10 @@ import (
 //     the resource version as a lock, its answer read as metadata), once when the Job shows started and
 //     once when it finished;
 //   - the finished attempt's pods listed once (the operator reads their
-//     output for the status).
+//     output for the status);
+//   - no patch from a cached Task older than its own last write (the
+//     operator's shortcuts keep it from those too), so its patches are
+//     not inflated by 409s.
 //
 // What it leaves out is the operator's own work: the plan, the observers,
 // the work queue's priorities, events, metrics, the shortcuts. It runs
@@ -73,6 +76,11 @@ type floor struct {
 
 	mu      sync.Mutex
 	written map[string]int // Task name: 1 once its start is recorded, 2 once its end is
+	// rv is, by Task name, the resource version its last status write
+	// returned: a cached Task at another one is behind that write, and
+	// its Task's update event brings the pass again once it is not (a
+	// patch from it would only be refused with a 409).
+	rv      map[string]string
 	ended   int
 	patches int // status patches sent, refused ones (409) included
 	n       int
@@ -105,7 +113,7 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := &floor{
-		ns: a.namespace, cached: cached, direct: direct, n: a.n, written: map[string]int{}, done: make(chan struct{}),
+		ns: a.namespace, cached: cached, direct: direct, n: a.n, written: map[string]int{}, rv: map[string]string{}, done: make(chan struct{}),
 		q: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 	}
 	enqueueTask := func(o any) {
@@ -126,7 +134,7 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ti.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueueTask}); err != nil {
+	if _, err := ti.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueueTask, UpdateFunc: func(_, o any) { enqueueTask(o) }}); err != nil {
 		return err
 	}
 	ji, err := ca.GetInformer(ctx, &batchv1.Job{})
@@ -176,7 +184,7 @@ func (f *floor) work(ctx context.Context) {
 // pass creates the Task's Job, or records its start or end.
 func (f *floor) pass(ctx context.Context, name string) error {
 	f.mu.Lock()
-	w := f.written[name]
+	w, rv := f.written[name], f.rv[name]
 	f.mu.Unlock()
 	if w == 2 {
 		return nil
@@ -184,6 +192,9 @@ func (f *floor) pass(ctx context.Context, name string) error {
 	var task v1alpha1.Task
 	if err := f.cached.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: name}, &task); err != nil {
 		return client.IgnoreNotFound(err)
+	}
+	if w > 0 && task.ResourceVersion != rv {
+		return nil
 	}
 	var jl batchv1.JobList
 	if err := f.cached.List(ctx, &jl, client.InNamespace(f.ns), client.MatchingFields{index.OwnedJobs: string(task.UID)}); err != nil {
@@ -218,11 +229,12 @@ func (f *floor) pass(ctx context.Context, name string) error {
 	default:
 		return nil
 	}
-	if err := f.writeStatus(ctx, &task, status.Compute(in)); err != nil {
+	rv, err := f.writeStatus(ctx, &task, status.Compute(in))
+	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	f.written[name] = w
+	f.written[name], f.rv[name] = w, rv
 	if w == 2 {
 		f.ended++
 		if f.ended == f.n {
@@ -234,19 +246,20 @@ func (f *floor) pass(ctx context.Context, name string) error {
 }
 
 // writeStatus patches the status as the operator's writeStatus does: a
-// merge patch of the status alone, locked to the resource version read.
-func (f *floor) writeStatus(ctx context.Context, task *v1alpha1.Task, st v1alpha1.TaskStatus) error {
+// merge patch of the status alone, locked to the resource version read;
+// it returns the written Task's resource version.
+func (f *floor) writeStatus(ctx context.Context, task *v1alpha1.Task, st v1alpha1.TaskStatus) (string, error) {
 	from, err := json.Marshal(&task.Status)
 	if err != nil {
-		return err
+		return "", err
 	}
 	to, err := json.Marshal(&st)
 	if err != nil {
-		return err
+		return "", err
 	}
 	diff, err := jsonpatch.CreateMergePatch(from, to)
 	if err != nil {
-		return err
+		return "", err
 	}
 	body := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":%s}`, task.ResourceVersion, diff)
 	f.mu.Lock()
@@ -257,7 +270,8 @@ func (f *floor) writeStatus(ctx context.Context, task *v1alpha1.Task, st v1alpha
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Task"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: task.Name},
 	}
-	return f.cached.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, []byte(body)))
+	err = f.cached.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, []byte(body)))
+	return written.ResourceVersion, err
 }
 
 // floorOutput is what the operator's status takes from the pods: the task
