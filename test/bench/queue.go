@@ -137,10 +137,15 @@ func runUnqueued(ctx context.Context, o *options, cl *cluster, ns string, n, par
 	utr.onComplete = func() { freed <- struct{}{} }
 	utr.mu.Unlock()
 	start := time.Now()
+	// A place that never frees is a broken run (an operator that exited),
+	// not a slow one: fail instead of waiting until CI's deadline.
+	stall := o.timeout(2 * time.Minute)
 	for i := 0; i < n; i++ {
 		if i >= parallel {
 			select {
 			case <-freed:
+			case <-time.After(stall):
+				return 0, fmt.Errorf("no un-queued attempt completed for %s (%d of %d Tasks created)", stall, i, n)
 			case <-ctx.Done():
 				return 0, ctx.Err()
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,25 +62,24 @@ func (o *Operator) Start() (time.Duration, error) {
 			return 0, errors.New("the operator is already running")
 		}
 	}
-	probe, err := FreeAddr()
+	// Three distinct ports, taken at once: two picks one after the other
+	// can get the same port back, and a manager whose metrics server then
+	// cannot bind exits after /readyz already answered (a benchmark once
+	// waited on it until CI's deadline).
+	addrs, err := FreeAddrs(3)
 	if err != nil {
 		o.mu.Unlock()
 		return 0, err
 	}
+	probe := addrs[0]
 	o.probeAddr = probe
 	metrics := "0"
 	if o.Metrics {
-		if metrics, err = FreeAddr(); err != nil {
-			o.mu.Unlock()
-			return 0, err
-		}
+		metrics = addrs[1]
 		o.metricsAddr = metrics
 	}
 	if o.Pprof {
-		if o.pprofAddr, err = FreeAddr(); err != nil {
-			o.mu.Unlock()
-			return 0, err
-		}
+		o.pprofAddr = addrs[2]
 	}
 	logFile, err := os.OpenFile(o.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -137,17 +137,39 @@ func (o *Operator) Start() (time.Duration, error) {
 			return 0, fmt.Errorf("the operator exited at start (%v); see %s", o.ExitErr(), o.LogPath)
 		default:
 		}
-		if resp, err := hc.Get("http://" + probe + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return time.Since(t0), nil
-			}
+		if o.serves(hc) {
+			return time.Since(t0), nil
 		}
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("the operator's /readyz did not answer within %s; see %s", timeout, o.LogPath)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// serves reports whether the manager answers on every address Start gave
+// it: /readyz, and the plain metrics and the profiles when asked for (the
+// manager starts those servers apart from the probe's, and exits when one
+// cannot bind).
+func (o *Operator) serves(hc *http.Client) bool {
+	urls := []string{"http://" + o.probeAddr + "/readyz"}
+	if o.Metrics && !o.SecureMetrics {
+		urls = append(urls, "http://"+o.metricsAddr+"/metrics")
+	}
+	if o.Pprof {
+		urls = append(urls, "http://"+o.pprofAddr+"/debug/pprof/")
+	}
+	for _, u := range urls {
+		resp, err := hc.Get(u)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+	}
+	return true
 }
 
 // Kill sends SIGKILL and waits for the process to be gone.
@@ -310,10 +332,23 @@ func (o *Operator) LogProblems() string {
 
 // FreeAddr is a loopback address with a port nothing listens on now.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs[0], nil
+}
+
+// FreeAddrs are n distinct loopback addresses (host:port), free as it
+// returns: each port is held until all are picked.
+func FreeAddrs(n int) ([]string, error) {
+	ports, err := FreePorts(n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return out, nil
 }
