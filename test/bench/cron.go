@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/internal/runs"
 )
 
 // Cron fire: N cron Tasks (or CronJobs) due in one slot.
@@ -19,9 +21,13 @@ type cronKind struct {
 	name     string // row label
 	operator bool
 	// oracle: the cron oracle (oracle.go) creates the slot's Jobs of the
-	// Tasks, with no operator running.
-	oracle   bool
-	settings operatorSettings
+	// Tasks, with no operator running, on a cluster of its own.
+	oracle bool
+	// withOracle: before the operator starts, the cron oracle fires a
+	// slot of its own on the same cluster (oracleCronSlot), the bound the
+	// operator's skew is read against.
+	withOracle bool
+	settings   operatorSettings
 	// life: after the slot period, follow the slot's runs to the end of
 	// their lives (each Job complete and its finish recorded by the
 	// controller) and count the writes of the whole life. Only for the
@@ -55,6 +61,9 @@ type cronResult struct {
 	// shown is from the last Job of the slot until every started run's
 	// Task showed it (Running, or already finished), operator only.
 	shown float64
+	// oracleSkew are the skews of the oracle's slot on the same cluster,
+	// minutes before the operator's (kind.withOracle).
+	oracleSkew []float64
 	// lifeWrites counts the controller's writes from 3 s before the slot
 	// until every one of the slot's N runs (also those started after the
 	// period) had finished and its finish was recorded (the Task's
@@ -106,6 +115,11 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	}
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, err
+	}
+	if kind.withOracle {
+		if res.oracleSkew, err = oracleCronSlot(ctx, o, cl, res.b0.t0); err != nil {
+			return nil, fmt.Errorf("oracle slot: %w", err)
+		}
 	}
 	var op *operator
 	if kind.operator {
@@ -334,4 +348,46 @@ func followLives(ctx context.Context, o *options, cl *cluster, op *operator, tr 
 	o.logf("cron %s: every run finished and recorded %.1f s after the slot; writes per run over their whole lives %.3f (%s)",
 		kind.name, res.life, res.lifePerRun(), res.lifeWrites.breakdown(float64(res.n)))
 	return nil
+}
+
+// oracleCronSlot fires one slot of N cron Tasks through the cron oracle
+// (the slot's Job creates and nothing else) in a namespace of its own on
+// cl, before the operator starts there, and returns the skews of the runs
+// started within the slot period. The operator's skew is then read
+// against a bound from the same cluster, minutes apart, as the burst's
+// oracle: an oracle on a cluster of its own carried the variance of two
+// clusters (docs/performance.md, cron skew). It cleans up as
+// runOracleBurst does.
+func oracleCronSlot(ctx context.Context, o *options, cl *cluster, t0 float64) ([]float64, error) {
+	if err := cl.ensureNamespace(ctx, oracleNamespace); err != nil {
+		return nil, err
+	}
+	tr, err := startTracker(ctx, cl, oracleNamespace, false)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+	kind := cronKind{name: "oracle (same cluster)", oracle: true}
+	slot := time.Now().Add(cronLead(o, kind, t0)).Truncate(time.Minute).Add(time.Minute)
+	schedule := fmt.Sprintf("%d %d * * *", slot.UTC().Minute(), slot.UTC().Hour())
+	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+		return cronTask(oracleNamespace, fmt.Sprintf("oracle-cron-%05d", i), schedule)
+	}); err != nil {
+		return nil, err
+	}
+	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: oracleNamespace, mode: oracleCron, n: o.n, slot: slot})
+	if err != nil {
+		return nil, err
+	}
+	if err := sleepUntil(ctx, slot.Add(time.Minute)); err != nil {
+		return nil, err
+	}
+	if err := p.wait(); err != nil {
+		return nil, err
+	}
+	var r cronResult
+	countSlotRuns(tr, kind, slot, runs.ScheduledID(slot), &r)
+	o.logf("cron oracle on the same cluster: %d of %d runs started within the slot period; skew p50 %.3f s p99 %.3f s max %.3f s",
+		r.started, o.n, percentile(r.skew, 50), percentile(r.skew, 99), percentile(r.skew, 100))
+	return r.skew, cleanNamespace(ctx, o, cl, oracleNamespace)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -58,7 +59,8 @@ import (
 // the work queue's priorities, events, metrics, the shortcuts. It runs
 // with the operator's GC target (cmd/manager's defaultGCPercent, 50) and no
 // client-side limit, 32 workers, and reports its CPU (user + system) from
-// its caches' sync to its N-th finished status.
+// its caches' sync to its N-th finished status, and its live heap and RSS
+// growth over the same span (each after a forced GC).
 
 const (
 	oracleFloor oracleMode = "floor"
@@ -149,6 +151,7 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 		return fmt.Errorf("the floor's caches did not sync")
 	}
 	heap0 := liveHeap()
+	rss0 := selfRSS()
 	cpu0 := selfCPU()
 	fmt.Println("ready")
 	for range a.workers {
@@ -162,7 +165,8 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	f.mu.Unlock()
 	// Its caches now hold the N finished Tasks and their Jobs, as the
 	// operator's do at N in the memory session.
-	fmt.Printf("cpu %.3f\npatches %d\nheap %d\n", cpu, patches, liveHeap()-heap0)
+	heap := liveHeap() - heap0
+	fmt.Printf("cpu %.3f\npatches %d\nheap %d\nrss %d\n", cpu, patches, heap, selfRSS()-rss0)
 	return nil
 }
 
@@ -307,12 +311,31 @@ func liveHeap() int64 {
 	return int64(ms.HeapAlloc)
 }
 
-// floorResult is what a floor process printed: its CPU (s), its live heap
-// growth (bytes) and its status patches.
-type floorResult struct{ cpu, heap, patches float64 }
+// selfRSS is this process's resident set (VmRSS), in bytes; 0 when
+// /proc does not say.
+func selfRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
 
-// parseFloor reads the "cpu", "heap" and "patches" lines a floor process
-// printed.
+// floorResult is what a floor process printed: its CPU (s), its live heap
+// and RSS growth (bytes) and its status patches; runFloorBurst turns the
+// first three into figures per 1000 Tasks (CPU-s, MiB, MiB).
+type floorResult struct{ cpu, heap, rss, patches float64 }
+
+// parseFloor reads the "cpu", "heap", "rss" and "patches" lines a floor
+// process printed.
 func parseFloor(out string) (floorResult, error) {
 	got := map[string]float64{}
 	for line := range strings.Lines(out) {
@@ -326,12 +349,12 @@ func parseFloor(out string) (floorResult, error) {
 		}
 		got[k] = x
 	}
-	for _, k := range []string{"cpu", "heap", "patches"} {
+	for _, k := range []string{"cpu", "heap", "rss", "patches"} {
 		if _, ok := got[k]; !ok {
 			return floorResult{}, fmt.Errorf("the floor printed no %s figure: %q", k, out)
 		}
 	}
-	return floorResult{cpu: got["cpu"], heap: got["heap"], patches: got["patches"]}, nil
+	return floorResult{cpu: got["cpu"], heap: got["heap"], rss: got["rss"], patches: got["patches"]}, nil
 }
 
 // floorNamespace is where the floor works (emptied before the operator's
@@ -339,31 +362,31 @@ func parseFloor(out string) (floorResult, error) {
 const floorNamespace = "bench-floor"
 
 // runFloorBurst runs the floor as its own process over N new Tasks created
-// as the burst creates them, and returns its CPU (CPU-s) and live heap
-// growth (MiB) per 1000 Tasks. It cleans up as runOracleBurst does.
-func runFloorBurst(ctx context.Context, o *options, cl *cluster) (cpuPerK, heapPerK float64, err error) {
+// as the burst creates them, and returns its figures per 1000 Tasks. It
+// cleans up as runOracleBurst does.
+func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, error) {
 	if err := cl.ensureNamespace(ctx, floorNamespace); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: floorNamespace, mode: oracleFloor, n: o.n})
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		return oneShotTask(floorNamespace, fmt.Sprintf("floor-%05d", i))
 	}); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	if err := p.wait(); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	fr, err := parseFloor(p.stdout.String())
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	perK := float64(o.n) / 1000
-	cpuPerK, heapPerK = fr.cpu/perK, fr.heap/perK/(1<<20)
-	o.logf("floor burst: %d Tasks to their end in %.2f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB (%.2f per 1000 Tasks)",
-		o.n, time.Since(p.started).Seconds(), fr.cpu, cpuPerK, fr.patches, fr.heap/(1<<20), heapPerK)
-	return cpuPerK, heapPerK, cleanNamespace(ctx, o, cl, floorNamespace)
+	k, mib := float64(o.n)/1000, float64(1<<20)
+	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches}
+	o.logf("floor burst: %d Tasks to their end in %.2f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
+		o.n, time.Since(p.started).Seconds(), fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
+	return perK, cleanNamespace(ctx, o, cl, floorNamespace)
 }

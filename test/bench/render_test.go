@@ -79,11 +79,11 @@ func TestFloorVerdictSaysWhetherTheTargetIsUnderTheFloor(t *testing.T) {
 // The floor process's figures come back from its output; a figure missing
 // is an error, not a zero.
 func TestParseFloor(t *testing.T) {
-	got, err := parseFloor("cpu 7.609\npatches 2144\nheap 9437184\n")
-	if err != nil || got != (floorResult{cpu: 7.609, patches: 2144, heap: 9437184}) {
+	got, err := parseFloor("cpu 7.609\npatches 2144\nheap 9437184\nrss 16777216\n")
+	if err != nil || got != (floorResult{cpu: 7.609, patches: 2144, heap: 9437184, rss: 16777216}) {
 		t.Fatalf("parseFloor = %+v, %v", got, err)
 	}
 	if _, err := parseFloor("cpu 7.609\n"); err == nil {
-		t.Fatal("parseFloor without heap and patches: no error")
+		t.Fatal("parseFloor without heap, rss and patches: no error")
 	}
 }

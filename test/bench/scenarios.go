@@ -116,8 +116,7 @@ type burstResult struct {
 	writes      writeCount
 	jobs        int
 	cpuSeconds  float64      // the operator's CPU during the burst
-	floorCPU    float64      // the floor's CPU per 1000 Tasks (floor.go), same cluster
-	floorHeap   float64      // the floor's live heap growth per 1000 finished Tasks (MiB)
+	floor       *floorResult // the floor's figures per 1000 Tasks (floor.go), same cluster
 	short       *shortResult // the short runs after it (short.go), nil without an audit log
 	// apiCPUSeconds is the API server's CPU over the same window (first
 	// create to the last Task Ready, settled); followOn what the Job
@@ -155,7 +154,7 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 		return nil, nil, fmt.Errorf("oracle burst: %w", err)
 	}
 	b.oracle = ob.firstToNth
-	if b.floorCPU, b.floorHeap, err = runFloorBurst(ctx, o, cl); err != nil {
+	if b.floor, err = runFloorBurst(ctx, o, cl); err != nil {
 		return nil, nil, fmt.Errorf("floor burst: %w", err)
 	}
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
