@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -192,9 +193,14 @@ func TestCancellingAKueueAdmittedTaskReleasesItsQuota(t *testing.T) {
 	})
 	waitTask(t, ns, "next", "Succeeded on the released quota", succeeded)
 
+	// The Job stays suspended, or it finished: Kueue can resume it in the
+	// moment between its suspension and its Workload's deactivation, and
+	// the pod's exit on SIGTERM (143) then fails it through the pod
+	// failure policy (seen once in 3 runs). A finished Job never runs
+	// again either way.
 	job := jobOf(t, ns, "long")
-	if job.Spec.Suspend == nil || !*job.Spec.Suspend || runs.AttemptOf(job, 1).Phase != runs.Stopped {
-		t.Fatalf("the cancelled attempt's Job: suspend %v, phase %s", job.Spec.Suspend, runs.AttemptOf(job, 1).Phase)
+	if held := ptr.Deref(job.Spec.Suspend, false) || runs.JobFinished(job); !held || runs.AttemptOf(job, 1).Phase != runs.Stopped {
+		t.Fatalf("the cancelled attempt's Job: suspend %v, finished %v, phase %s", ptr.Deref(job.Spec.Suspend, false), runs.JobFinished(job), runs.AttemptOf(job, 1).Phase)
 	}
 	wls := &unstructured.UnstructuredList{}
 	wls.SetAPIVersion(kueueAPI)
