@@ -74,7 +74,7 @@ func TestTheTaskPatchesEqualTheWholeObjectDiffs(t *testing.T) {
 		base.Status = c.from
 		changed := task.DeepCopy()
 		changed.Status = c.to
-		p, err := statusPatch(changed, &c.from)
+		p, err := StatusPatch(changed, &c.from)
 		same("status, "+name, p, err, wholeDiff(base, changed), changed)
 	}
 

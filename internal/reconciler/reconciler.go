@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -272,20 +271,11 @@ func (r *TaskReconciler) writeStatus(ctx context.Context, task *v1alpha1.Task, o
 	if equality.Semantic.DeepEqual(*old, task.Status) {
 		return nil
 	}
-	patch, err := statusPatch(task, old)
+	patch, err := StatusPatch(task, old)
 	if err != nil {
 		return err
 	}
-	// The answer is read as metadata alone (the metadata client asks for a
-	// PartialObjectMetadata, in protobuf): the patch is locked to the
-	// resource version read, so the stored Task is the one read with this
-	// status (no defaults in the status schema; timestamps in whole
-	// seconds, status.Time), and its new resource version is all that is
-	// news. Decoding the whole Task back was a third of a write's CPU.
-	written := &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Task"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: task.Name},
-	}
+	written := WrittenTask(task)
 	if err := r.Client.Status().Patch(ctx, written, patch); err != nil {
 		return err
 	}

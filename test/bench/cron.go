@@ -137,9 +137,8 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 	// Lead time: creating the objects (a few x T0) plus, for the operator,
 	// its first pass over every Task (about 2 writes each: finalizer and
 	// status), which a client-side limit stretches to 2N/qps.
-	slot := time.Now().Add(cronLead(o, kind, res.b0.t0)).Truncate(time.Minute).Add(time.Minute)
+	slot, schedule := nextSlot(o, kind, res.b0.t0)
 	res.slot = slot
-	schedule := fmt.Sprintf("%d %d * * *", slot.UTC().Minute(), slot.UTC().Hour())
 	o.logf("cron %s: %d objects with schedule %q, slot %s (in %.0f s)", kind.name, o.n, schedule, slot.UTC().Format(time.TimeOnly), time.Until(slot).Seconds())
 
 	start, end, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
@@ -222,6 +221,13 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
 		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
 	return res, nil
+}
+
+// nextSlot is the first minute boundary after kind's lead time, and the
+// schedule naming it ("M H * * *").
+func nextSlot(o *options, kind cronKind, t0 float64) (time.Time, string) {
+	slot := time.Now().Add(cronLead(o, kind, t0)).Truncate(time.Minute).Add(time.Minute)
+	return slot, fmt.Sprintf("%d %d * * *", slot.UTC().Minute(), slot.UTC().Hour())
 }
 
 // cronLead is how long before the slot the session starts creating:
@@ -368,8 +374,7 @@ func oracleCronSlot(ctx context.Context, o *options, cl *cluster, t0 float64) ([
 	}
 	defer tr.close()
 	kind := cronKind{name: "oracle (same cluster)", oracle: true}
-	slot := time.Now().Add(cronLead(o, kind, t0)).Truncate(time.Minute).Add(time.Minute)
-	schedule := fmt.Sprintf("%d %d * * *", slot.UTC().Minute(), slot.UTC().Hour())
+	slot, schedule := nextSlot(o, kind, t0)
 	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		return cronTask(oracleNamespace, fmt.Sprintf("oracle-cron-%05d", i), schedule)
 	}); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -13,11 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -253,28 +250,17 @@ func (f *floor) pass(ctx context.Context, name string) error {
 // merge patch of the status alone, locked to the resource version read;
 // it returns the written Task's resource version.
 func (f *floor) writeStatus(ctx context.Context, task *v1alpha1.Task, st v1alpha1.TaskStatus) (string, error) {
-	from, err := json.Marshal(&task.Status)
+	next := *task
+	next.Status = st
+	patch, err := reconciler.StatusPatch(&next, &task.Status)
 	if err != nil {
 		return "", err
 	}
-	to, err := json.Marshal(&st)
-	if err != nil {
-		return "", err
-	}
-	diff, err := jsonpatch.CreateMergePatch(from, to)
-	if err != nil {
-		return "", err
-	}
-	body := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":%s}`, task.ResourceVersion, diff)
 	f.mu.Lock()
 	f.patches++
 	f.mu.Unlock()
-	// As the operator: the answer read as metadata alone.
-	written := &metav1.PartialObjectMetadata{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Task"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: task.Name},
-	}
-	err = f.cached.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, []byte(body)))
+	written := reconciler.WrittenTask(task)
+	err = f.cached.Status().Patch(ctx, written, patch)
 	return written.ResourceVersion, err
 }
 
