@@ -162,6 +162,17 @@ func operatorCacheOptions() cache.Options {
 	if err != nil {
 		panic(err)
 	}
+	// The Task entry CacheOptions made gets the selector: a second entry
+	// for the same type would make controller-runtime pick one of the two
+	// in map order (the manual Tasks cached by the operator's manager in
+	// some runs, or the Tasks untrimmed).
+	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*v1alpha1.Task); ok {
+			by.Label = notManual
+			opts.ByObject[obj] = by
+			return opts
+		}
+	}
 	opts.ByObject[&v1alpha1.Task{}] = cache.ByObject{Label: notManual}
 	return opts
 }
