@@ -45,7 +45,7 @@ func (r *createdJobs) get(key types.NamespacedName, now time.Time) *batchv1.Job 
 		return nil
 	}
 	if e.stale(now, createdTTL) {
-		delete(r.jobs, key)
+		forget(&r.jobs, key)
 		return nil
 	}
 	return e.v
@@ -62,6 +62,8 @@ func (r *createdJobs) seen(jobs []batchv1.Job) {
 		return
 	}
 	for i := range jobs {
-		delete(r.jobs, types.NamespacedName{Namespace: jobs[i].Namespace, Name: jobs[i].Name})
+		if forget(&r.jobs, types.NamespacedName{Namespace: jobs[i].Namespace, Name: jobs[i].Name}); r.jobs == nil {
+			return
+		}
 	}
 }

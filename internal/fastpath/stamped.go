@@ -25,3 +25,13 @@ func remember[K comparable, V any](m *map[K]stamped[V], k K, v V, now time.Time)
 	}
 	(*m)[k] = stamped[V]{v: v, at: now}
 }
+
+// forget deletes k from *m, and drops the map once it is empty: a Go map
+// keeps the room of its largest size, and these fill up in a burst (one
+// entry per Task in flight) and empty after it.
+func forget[K comparable, V any](m *map[K]stamped[V], k K) {
+	delete(*m, k)
+	if len(*m) == 0 {
+		*m = nil
+	}
+}

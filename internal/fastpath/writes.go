@@ -28,6 +28,25 @@ const ownWritesTTL = 30 * time.Second
 type ownWrites struct {
 	mu sync.Mutex
 	m  map[types.UID]stamped[*v1alpha1.Task] // as the status patch returned it
+	// shown is the last few Task versions the cache showed that nothing
+	// here waited for. Under load the watch can deliver a write before
+	// the patch's answer is read, and a write remembered after the cache
+	// showed it would stay until its TTL (and, for a Task's last write,
+	// with nothing left to look at it, until the next write of any Task):
+	// record skips a version listed here. The window it covers is the time
+	// between an answer arriving and its record, so a few hundred are
+	// plenty.
+	shown [shownVersions]version
+	next  int
+}
+
+// shownVersions is the size of ownWrites.shown.
+const shownVersions = 256
+
+// version names one version of one Task.
+type version struct {
+	uid types.UID
+	rv  string
 }
 
 // record remembers task, as a successful status write returned it.
@@ -39,8 +58,11 @@ func (w *ownWrites) record(task *v1alpha1.Task, now time.Time) {
 	defer w.mu.Unlock()
 	for uid, e := range w.m {
 		if e.stale(now, ownWritesTTL) {
-			delete(w.m, uid)
+			forget(&w.m, uid)
 		}
+	}
+	if slices.Contains(w.shown[:], version{task.UID, task.ResourceVersion}) {
+		return // the cache showed it already
 	}
 	remember(&w.m, task.UID, task.DeepCopy(), now)
 }
@@ -54,8 +76,11 @@ func (w *ownWrites) seen(task *v1alpha1.Task) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.m[task.UID]; ok && e.v.ResourceVersion == task.ResourceVersion {
-		delete(w.m, task.UID)
+		forget(&w.m, task.UID)
+		return
 	}
+	w.shown[w.next] = version{task.UID, task.ResourceVersion}
+	w.next = (w.next + 1) % shownVersions
 }
 
 // forget drops what is remembered of a Task (after a refused write).
@@ -65,7 +90,7 @@ func (w *ownWrites) forget(uid types.UID) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.m, uid)
+	forget(&w.m, uid)
 }
 
 // latest returns the Task a pass should start from: the cached one, or
@@ -88,14 +113,14 @@ func (w *ownWrites) latest(cached *v1alpha1.Task) *v1alpha1.Task {
 	mine := e.v
 	switch {
 	case mine.ResourceVersion == cached.ResourceVersion:
-		delete(w.m, cached.UID) // the cache caught up
+		forget(&w.m, cached.UID) // the cache caught up
 		return cached
 	case mine.Generation != cached.Generation ||
 		!maps.Equal(mine.Labels, cached.Labels) ||
 		!maps.Equal(mine.Annotations, cached.Annotations) ||
 		!slices.Equal(mine.Finalizers, cached.Finalizers) ||
 		!mine.DeletionTimestamp.Equal(cached.DeletionTimestamp):
-		delete(w.m, cached.UID) // changed since: the cache is newer
+		forget(&w.m, cached.UID) // changed since: the cache is newer
 		return cached
 	}
 	return mine.DeepCopy()

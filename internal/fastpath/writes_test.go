@@ -1,6 +1,7 @@
 package fastpath
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,5 +80,27 @@ func TestAWriteIsForgottenOnceTheCacheShowsIt(t *testing.T) {
 	w.seen(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "5"}})
 	if len(w.m) != 0 {
 		t.Fatal("the write is still remembered after the cache showed it")
+	}
+}
+
+func TestAWriteTheCacheShowedBeforeItsAnswerIsNotRemembered(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	var w ownWrites
+	w.seen(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "5"}}) // the watch was first
+	w.record(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "5"}}, t0)
+	if w.m != nil {
+		t.Fatal("a write the cache already showed is remembered")
+	}
+	w.record(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "6"}}, t0)
+	if len(w.m) != 1 {
+		t.Fatal("a later write of the same Task is not remembered")
+	}
+	for i := range shownVersions { // other Tasks' events push "a"/"5" out of the window
+		w.seen(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "b", ResourceVersion: fmt.Sprint(i)}})
+	}
+	w.forget("a")
+	w.record(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{UID: "a", ResourceVersion: "5"}}, t0)
+	if len(w.m) != 1 {
+		t.Fatal("a version shown long ago still keeps a write from being remembered")
 	}
 }

@@ -16,7 +16,9 @@ import (
 // Jobs, trimmed to what the operator reads (trimJob), no managed fields, and
 // no pods at all (they are read directly and rarely). Tasks are kept whole
 // (minus managed fields): a pass reads their spec, metadata and status.
-// Without shortcuts (--fast-path=false) the Jobs are cached whole, as they are.
+// Both share the strings that repeat from object to object (intern.go).
+// Without shortcuts (--fast-path=false) Tasks and Jobs are cached whole, as
+// they are.
 func CacheOptions(noShortcuts bool) cache.Options {
 	if noShortcuts {
 		return cache.Options{
@@ -35,6 +37,7 @@ func CacheOptions(noShortcuts bool) cache.Options {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}),
 				Transform: trimJob,
 			},
+			&v1alpha1.Task{}: {Transform: trimTask},
 		},
 	}
 }
@@ -79,11 +82,11 @@ func CacheOptions(noShortcuts bool) cache.Options {
 // A Job read from the cache is therefore never complete: never write one
 // back (Update) or compare its spec. Jobs read with the APIReader are whole.
 //
-// The transform never changes its argument: it returns a new Job that
-// shares the argument's maps, slices and pointers (client-go hands it the
+// The transform never changes what its argument says: it returns a new Job
+// that shares the argument's slices and pointers (client-go hands it the
 // freshly decoded object, which nothing else holds and which is dropped
-// after, so sharing is safe; nothing is written through them). That also
-// makes it idempotent, as client-go asks, should an object already in the
+// after, so sharing is safe); the only writes through them swap a string
+// for an equal shared one (internJob). That also makes it idempotent, as client-go asks, should an object already in the
 // cache ever come through again. Anything that is not a *batchv1.Job (a
 // cache.DeletedFinalStateUnknown tombstone, whose object was trimmed when it
 // entered the cache; client-go does not pass tombstones anyway) is returned
@@ -111,7 +114,23 @@ func trimJob(obj any) (any, error) {
 	}
 	out.ManagedFields = nil
 	out.Annotations = ownAnnotations(job)
+	internJob(out)
 	return out, nil
+}
+
+// trimTask is the cache transform of Tasks: managed fields dropped (as the
+// other objects' DefaultTransform does), and the strings that repeat from
+// Task to Task shared (internTask). It changes its argument, the freshly
+// decoded Task nothing else holds, as cache.TransformStripManagedFields
+// does; doing it twice changes nothing.
+func trimTask(obj any) (any, error) {
+	task, ok := obj.(*v1alpha1.Task)
+	if !ok || task == nil {
+		return obj, nil
+	}
+	task.ManagedFields = nil
+	internTask(task)
+	return task, nil
 }
 
 // ownAnnotations are the annotations of job the operator reads: its own

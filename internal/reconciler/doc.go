@@ -84,7 +84,8 @@
 //   - delete.go: a deleted Task's pass (its steps in order: observe,
 //     notify, delete the Jobs, release the finalizer);
 //   - setup.go: the controller and its watches; cache.go:
-//     what the manager caches, trimmed; podlogs.go: the pod log reader.
+//     what the manager caches, trimmed; intern.go: the strings cached
+//     objects share; podlogs.go: the pod log reader.
 //
 // # Shortcuts taken for speed
 //
