@@ -22,8 +22,9 @@ import (
 )
 
 const (
-	// OwnedJobs indexes Jobs by the UID of the Task that controls them.
-	OwnedJobs = ".metadata.controllerUID"
+	// OwnedJobs indexes Jobs by a bucket of the UID of the Task that
+	// controls them (OwnerBucket); OwnedBy lists one Task's Jobs by it.
+	OwnedJobs = ".metadata.controllerUID.bucket"
 	// TaskQueue indexes Tasks by spec.queueName.
 	TaskQueue = ".spec.queueName"
 	// QueuedJob indexes Tasks by the Job names they wait to have admitted
@@ -43,7 +44,7 @@ const (
 
 // Add registers every index.
 func Add(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &batchv1.Job{}, OwnedJobs, JobControllerUID); err != nil {
+	if err := indexer.IndexField(ctx, &batchv1.Job{}, OwnedJobs, JobOwnerBucket); err != nil {
 		return err
 	}
 	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, TaskQueue, func(o client.Object) []string {
@@ -86,8 +87,46 @@ func JobHoldingPlaceIn(obj client.Object) []string {
 	return nil
 }
 
-// JobControllerUID is the index function of OwnedJobs: the UID of the Task
-// that controls the Job, if one does.
+// JobOwnerBucket is the index function of OwnedJobs: the bucket of the UID
+// of the Task that controls the Job, if one does.
+func JobOwnerBucket(obj client.Object) []string {
+	if uid := JobControllerUID(obj); len(uid) == 1 {
+		return []string{OwnerBucket(uid[0])}
+	}
+	return nil
+}
+
+// OwnerBucket is the OwnedJobs bucket of a Task's UID: its first two
+// characters (256 buckets of hex). A field index keeps a set of its own
+// for every value it holds, twice (per namespace and cluster-wide), and
+// indexed by the whole UID almost every Job had two sets to itself: most
+// of what the index cost per Task (docs/performance-history.md, "The
+// Jobs' owner index by bucket"). Buckets share the sets; OwnedBy reads a
+// bucket, a few Jobs in a namespace of thousands, and keeps the Task's.
+func OwnerBucket(uid string) string {
+	return uid[:min(2, len(uid))]
+}
+
+// OwnedBy returns the Jobs of namespace ns that the Task with UID uid
+// controls, from the cache by OwnedJobs: the bucket's Jobs are read without
+// a copy and only the Task's own are copied, so a pass copies what it did
+// when the index held whole UIDs.
+func OwnedBy(ctx context.Context, c client.Reader, ns, uid string) ([]batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{OwnedJobs: OwnerBucket(uid)}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []batchv1.Job
+	for i := range list.Items {
+		if owner := JobControllerUID(&list.Items[i]); len(owner) == 1 && owner[0] == uid {
+			out = append(out, *list.Items[i].DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// JobControllerUID is the UID of the Task that controls the Job, if one
+// does.
 func JobControllerUID(obj client.Object) []string {
 	job := obj.(*batchv1.Job)
 	for _, ref := range job.OwnerReferences {

@@ -179,6 +179,6 @@ func firstJobName(t *testing.T, task *v1alpha1.Task) string {
 func fakeAPI(task *v1alpha1.Task) *fake.ClientBuilder {
 	return fake.NewClientBuilder().WithScheme(testutil.Scheme()).
 		WithObjects(task).WithStatusSubresource(&v1alpha1.Task{}).
-		WithIndex(&batchv1.Job{}, index.OwnedJobs, index.JobControllerUID).
+		WithIndex(&batchv1.Job{}, index.OwnedJobs, index.JobOwnerBucket).
 		WithIndex(&batchv1.Job{}, index.QueuePlaces, index.JobHoldingPlaceIn)
 }

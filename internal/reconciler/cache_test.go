@@ -256,10 +256,10 @@ func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
 	if a, b := runs.AttemptOf(cached, 1), runs.AttemptOf(full, 1); !cmp.Equal(a, b) || a.Phase != runs.Succeeded {
 		t.Errorf("attempt from the cache, %s (-full +cached):\n%s", a.Phase, cmp.Diff(b, a))
 	}
-	var list batchv1.JobList
-	must(t, manualClient.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{".metadata.controllerUID": string(task.UID)}))
-	if len(list.Items) != 1 || list.Items[0].Name != job.Name {
-		t.Errorf("listing the Task's Jobs by the controller index gave %d Job(s)", len(list.Items))
+	owned, err := index.OwnedBy(ctx, manualClient, ns, string(task.UID))
+	must(t, err)
+	if len(owned) != 1 || owned[0].Name != job.Name {
+		t.Errorf("listing the Task's Jobs by the controller index gave %d Job(s)", len(owned))
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/index"
@@ -244,7 +243,5 @@ func readLatest[V any](in *plan.Input, into *map[string]V, wants func(*runs.Atte
 
 // listJobs lists the Jobs the Task controls, from the cache.
 func (r *TaskReconciler) listJobs(ctx context.Context, task *v1alpha1.Task) ([]batchv1.Job, error) {
-	var list batchv1.JobList
-	err := r.Client.List(ctx, &list, ctrl.InNamespace(task.Namespace), ctrl.MatchingFields{index.OwnedJobs: string(task.UID)})
-	return list.Items, err
+	return index.OwnedBy(ctx, r.Client, task.Namespace, string(task.UID))
 }

@@ -197,11 +197,11 @@ func (f *floor) pass(ctx context.Context, name string) error {
 	if w > 0 && task.ResourceVersion != rv {
 		return nil
 	}
-	var jl batchv1.JobList
-	if err := f.cached.List(ctx, &jl, client.InNamespace(f.ns), client.MatchingFields{index.OwnedJobs: string(task.UID)}); err != nil {
+	owned, err := index.OwnedBy(ctx, f.cached, f.ns, string(task.UID))
+	if err != nil {
 		return err
 	}
-	if len(jl.Items) == 0 {
+	if len(owned) == 0 {
 		if w > 0 || task.Status.ObservedGeneration != 0 {
 			return nil
 		}
@@ -211,7 +211,7 @@ func (f *floor) pass(ctx context.Context, name string) error {
 		}
 		return err
 	}
-	rs := runs.FromJobs(task.UID, jl.Items)
+	rs := runs.FromJobs(task.UID, owned)
 	if len(rs) == 0 {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (f *floor) pass(ctx context.Context, name string) error {
 	default:
 		return nil
 	}
-	rv, err := f.writeStatus(ctx, &task, status.Compute(in))
+	rv, err = f.writeStatus(ctx, &task, status.Compute(in))
 	if err != nil {
 		return err
 	}
