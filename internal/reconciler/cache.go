@@ -86,8 +86,9 @@ func CacheOptions(noShortcuts bool) cache.Options {
 // that shares the argument's slices and pointers (client-go hands it the
 // freshly decoded object, which nothing else holds and which is dropped
 // after, so sharing is safe); the only writes through them swap a string
-// for an equal shared one (internJob). That also makes it idempotent, as client-go asks, should an object already in the
-// cache ever come through again. Anything that is not a *batchv1.Job (a
+// for an equal shared one (internJob). That also makes it idempotent, as
+// client-go asks, should an object already in the cache ever come through
+// again. Anything that is not a *batchv1.Job (a
 // cache.DeletedFinalStateUnknown tombstone, whose object was trimmed when it
 // entered the cache; client-go does not pass tombstones anyway) is returned
 // as it is.
