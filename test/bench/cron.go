@@ -202,7 +202,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		}
 	}
 
-	runID := "s" + strconv.FormatInt(slot.Unix(), 10)
+	runID := runs.ScheduledID(slot)
 	countSlotRuns(tr, kind, slot, runID, res)
 	res.fire, res.fireStatus = percentile(res.skew, 100), -1
 	if err := fireCosts(cl, kind, slot, res); err != nil {

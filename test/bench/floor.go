@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -297,22 +297,19 @@ func liveHeap() int64 {
 	return int64(ms.HeapAlloc)
 }
 
-// selfRSS is this process's resident set (VmRSS), in bytes; 0 when
-// /proc does not say.
+// selfRSS is this process's resident set in bytes, read as the
+// operator's process_resident_memory_bytes is (procfs, the Prometheus
+// process collector's); 0 when /proc does not say.
 func selfRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	p, err := procfs.Self()
 	if err != nil {
 		return 0
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
+	st, err := p.Stat()
+	if err != nil {
+		return 0
 	}
-	return 0
+	return int64(st.ResidentMemory())
 }
 
 // floorResult is what a floor process printed: its CPU (s), its live heap

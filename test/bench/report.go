@@ -348,29 +348,26 @@ func (rs *results) renderBurst(add adder) {
 		cpu := bf(func(b *burstResult) float64 { return b.cpuSeconds / float64(n) * 1000 })
 		add("burst", "operator CPU per 1000 Tasks", spread(cpu, "CPU-s"), atMost(cpu, 5))
 		// A burst measured without the floor has none.
-		ff := func(f func(*floorResult) float64) []float64 {
+		ff := func(f func(*burstResult, *floorResult) float64) []float64 {
 			return bf(func(b *burstResult) float64 {
 				if b.floor == nil {
 					return math.NaN()
 				}
-				return f(b.floor)
+				return f(b, b.floor)
 			})
 		}
-		if fl := ff(func(f *floorResult) float64 { return f.cpu }); anyValue(fl) {
+		if fl := ff(func(_ *burstResult, f *floorResult) float64 { return f.cpu }); anyValue(fl) {
 			add("burst", "  floor: a program making the operator's traffic alone (watches, Job create, 2 status patches, pod list), per 1000 Tasks", spread(fl, "CPU-s"), floorVerdict(fl, 5))
-			add("burst", "  operator / floor (ratio: the operator's own work)", spread(bf(func(b *burstResult) float64 {
-				if b.floor == nil {
-					return math.NaN()
-				}
-				return ratio(b.cpuSeconds/float64(n)*1000, b.floor.cpu)
+			add("burst", "  operator / floor (ratio: the operator's own work)", spread(ff(func(b *burstResult, f *floorResult) float64 {
+				return ratio(b.cpuSeconds/float64(n)*1000, f.cpu)
 			}), "x"), "")
 			// Memory has a fixed part (buffers, workers) that a growth from
 			// the floor's start includes: at N=100 it dominates, so these
 			// are context, and the memory rows' floor is the slope between
 			// two N (docs/performance.md).
-			fh := ff(func(f *floorResult) float64 { return f.heap })
+			fh := ff(func(_ *burstResult, f *floorResult) float64 { return f.heap })
 			add("burst", "  floor's live heap growth with the finished Tasks and their Jobs in its caches, fixed part included, per 1000 Tasks (context)", spread(fh, "MiB"), "")
-			fr := ff(func(f *floorResult) float64 { return f.rss })
+			fr := ff(func(_ *burstResult, f *floorResult) float64 { return f.rss })
 			add("burst", "  floor's RSS growth over the same span, fixed part included, per 1000 Tasks (context)", spread(fr, "MiB"), "")
 		}
 		add("burst", "  API server CPU per 1000 Tasks, same window (first create to the last Ready)", spread(bf(func(b *burstResult) float64 { return b.apiCPUSeconds / float64(n) * 1000 }), "CPU-s"), "")
@@ -505,20 +502,18 @@ func (rs *results) renderCronStarts(add adder, sec cronSection) {
 	opSkewT0 := rs.cronValues(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
 	cjSkewT0 := rs.cronValues("cronjob", func(c *cronResult) float64 { return percentile(c.skew, 99) / c.b0.t0 })
 	if own {
-		sameCluster := rs.cronValues(sec.opKind, func(c *cronResult) float64 {
-			if len(c.oracleSkew) == 0 {
-				return math.NaN()
-			}
-			return percentile(c.oracleSkew, 99)
-		})
-		if anyValue(sameCluster) {
-			add(sec.scen, "  skew slot to Job p99, oracle-cron (the slot's creates alone, same cluster, minutes before the operator)", spread(sameCluster, "s"), "")
-			vs := rs.cronValues(sec.opKind, func(c *cronResult) float64 {
+		// The operator's sessions that fired the oracle's slot first.
+		withOracle := func(f func(c *cronResult, oracleP99 float64) float64) []float64 {
+			return rs.cronValues(sec.opKind, func(c *cronResult) float64 {
 				if len(c.oracleSkew) == 0 {
 					return math.NaN()
 				}
-				return ratio(percentile(c.skew, 99), percentile(c.oracleSkew, 99))
+				return f(c, percentile(c.oracleSkew, 99))
 			})
+		}
+		if sameCluster := withOracle(func(_ *cronResult, p99 float64) float64 { return p99 }); anyValue(sameCluster) {
+			add(sec.scen, "  skew slot to Job p99, oracle-cron (the slot's creates alone, same cluster, minutes before the operator)", spread(sameCluster, "s"), "")
+			vs := withOracle(func(c *cronResult, p99 float64) float64 { return ratio(percentile(c.skew, 99), p99) })
 			add(sec.scen, "operator p99 skew / oracle-cron p99 skew, same cluster (ratio, target <= 1.1)", spread(vs, "x"), atMost(vs, 1.1))
 		}
 		if apart := rs.cronSkew("oracle", 99); anyValue(apart) {
