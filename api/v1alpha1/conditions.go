@@ -207,8 +207,6 @@ const (
 	// EventJobLabelsRestored: a child Job had lost the labels the operator
 	// finds its Jobs by; they were put back.
 	EventJobLabelsRestored Reason = "JobLabelsRestored"
-	// EventQueued: an attempt started waiting for its queue's admission.
-	EventQueued Reason = "Queued"
 	// EventAdmitted: the queue admitted an attempt; its Job is created next.
 	EventAdmitted Reason = "Admitted"
 	// EventQueuedSlotMissed: a cron slot was still queued

@@ -157,20 +157,15 @@ func (p *pass) scheduleEvents() {
 	}
 }
 
-// queueEvents reports attempts that started waiting in the queue's line,
-// and queued cron slots skipped past their starting deadline.
+// queueEvents reports queued cron slots skipped past their starting
+// deadline. An attempt joining the line gets no event: the status says it
+// (phase Queued, status.queued, the Ready condition's message), and an
+// event would cost every queued attempt one more request while the line
+// fills, on the API server the running attempts wait for
+// (docs/performance-history.md, "No Queued event"); its turn gets one, the
+// queue's Admitted.
 func (p *pass) queueEvents() {
-	r, task, old := p.r, p.task, p.old
-	waited := map[string]bool{}
-	for _, q := range old.Queued {
-		waited[q.JobName] = true
-	}
-	for _, q := range task.Status.Queued {
-		if !waited[q.JobName] {
-			r.event(task, nil, eventNormal, v1alpha1.EventQueued, "Queue",
-				fmt.Sprintf("run %s: attempt %d waits for admission by TaskQueue %q (priority %d)", q.RunID, q.Attempt, task.Spec.QueueName, task.Spec.Priority))
-		}
-	}
+	r, task := p.r, p.task
 	for _, q := range p.plan.QueuedMissed {
 		metrics.QueuedSlotsMissed.Inc()
 		r.event(task, nil, eventWarning, v1alpha1.EventQueuedSlotMissed, "Schedule",

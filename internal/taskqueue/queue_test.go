@@ -84,6 +84,9 @@ func TestAQueueRunsAtMostMaxRunningAttemptsHigherPriorityFirstThenFirstComeFirst
 		t.Fatalf("%d attempts were active at once; the queue admits 2", m)
 	}
 	wantEvents(t, ns, v1alpha1.EventAdmitted, 5)
+	// Joining the line sends no event (the status says it); they would
+	// have been sent before the Admitted ones counted above.
+	wantEvents(t, ns, v1alpha1.ReasonQueued, 0)
 }
 
 func TestATaskNamingAMissingQueueWaitsAndStartsOnceTheQueueExists(t *testing.T) {
