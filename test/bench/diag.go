@@ -39,6 +39,19 @@ func machineBusy(a, b cpuTimes) float64 {
 	return 100 * ratio(b.busy-a.busy, b.total-a.total)
 }
 
+// apiServerMean is the API server's mean time (its
+// apiserver_request_duration_seconds: arrival to response) for requests of
+// verb on resource (with its subresource, if any) between two snapshots,
+// and how many there were.
+func apiServerMean(before, after writeSnap, verb, resource, subresource string) (mean, count float64) {
+	keep := func(l map[string]string) bool {
+		return l["verb"] == verb && l["resource"] == resource && l["subresource"] == subresource
+	}
+	sum := after.api.Sum("apiserver_request_duration_seconds_sum", keep) - before.api.Sum("apiserver_request_duration_seconds_sum", keep)
+	count = after.api.Sum("apiserver_request_duration_seconds_count", keep) - before.api.Sum("apiserver_request_duration_seconds_count", keep)
+	return ratio(sum, count), count
+}
+
 // diagnose summarizes, for the log, where time went in a window: the
 // operator's reconcile and queue times and its request latencies by verb,
 // and the API server's busiest request kinds and API Priority and Fairness
@@ -56,8 +69,9 @@ func diagnose(before, after writeSnap) string {
 		qd, _ := mean("workqueue_queue_duration_seconds", task)
 		wd, _ := mean("workqueue_work_duration_seconds", task)
 		errs := after.op.Sum("controller_runtime_reconcile_errors_total", task) - before.op.Sum("controller_runtime_reconcile_errors_total", task)
-		parts = append(parts, fmt.Sprintf("operator: %s reconciles, mean %s s (queue wait mean %s s, work %s s), %s errors",
-			fmtNum(recN), fmtNum(rec), fmtNum(qd), fmtNum(wd), fmtNum(errs)))
+		dropped := after.op.Sum("taskoperator_events_dropped_total", nil) - before.op.Sum("taskoperator_events_dropped_total", nil)
+		parts = append(parts, fmt.Sprintf("operator: %s reconciles, mean %s s (queue wait mean %s s, work %s s), %s errors, %s Events dropped",
+			fmtNum(recN), fmtNum(rec), fmtNum(qd), fmtNum(wd), fmtNum(errs), fmtNum(dropped)))
 		var verbs []string
 		for _, v := range []string{"GET", "LIST", "POST", "PATCH", "PUT", "DELETE"} {
 			m, c := mean("rest_client_request_duration_seconds", func(l map[string]string) bool { return l["verb"] == v })

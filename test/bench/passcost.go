@@ -22,14 +22,22 @@ import (
 // allocation profiles, the same frame; the runtime samples one allocation
 // per 512 KiB, so these are estimates).
 type passCost struct {
-	passes, mean   float64 // count, seconds
-	cpu            float64 // seconds per pass
-	bytes, objects float64 // per pass; NaN when the profiles could not be read
+	passes, mean float64 // count, seconds
+	// recordWrite is the API server's mean time for the queue's record
+	// writes in the window (PATCH taskqueues/status), which every pass
+	// that admits waits for: the pass time's floor on this API server.
+	recordWrite float64
+	// recordWrites counts those writes, recordRefused those the API
+	// server refused (409 Conflict, or 422 for a patch applied to a newer
+	// record: recordpatch.go): a pass that lost its race runs again.
+	recordWrites, recordRefused float64
+	cpu                         float64 // seconds per pass
+	bytes, objects              float64 // per pass; NaN when the profiles could not be read
 }
 
 func (p passCost) String() string {
-	return fmt.Sprintf("%s passes, mean %s ms, CPU %s ms, %s KiB and %s objects allocated per pass",
-		fmtNum(p.passes), fmtNum(p.mean*1000), fmtNum(p.cpu*1000), fmtNum(p.bytes/1024), fmtNum(p.objects))
+	return fmt.Sprintf("%s passes, mean %s ms (%s record writes, %s refused, %s ms each at the API server), CPU %s ms, %s KiB and %s objects allocated per pass",
+		fmtNum(p.passes), fmtNum(p.mean*1000), fmtNum(p.recordWrites), fmtNum(p.recordRefused), fmtNum(p.recordWrite*1000), fmtNum(p.cpu*1000), fmtNum(p.bytes/1024), fmtNum(p.objects))
 }
 
 // passWindowLength is how long queue passes are measured.
@@ -66,6 +74,13 @@ func measurePasses(ctx context.Context, o *options, cl *cluster, op *operator, l
 	queue := func(l map[string]string) bool { return l["controller"] == "taskqueue" }
 	p.passes = after.op.Sum("controller_runtime_reconcile_time_seconds_count", queue) - before.op.Sum("controller_runtime_reconcile_time_seconds_count", queue)
 	p.mean = ratio(after.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue)-before.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue), p.passes)
+	p.recordWrite, p.recordWrites = apiServerMean(before, after, "PATCH", "taskqueues", "status")
+	refused := func(m metrics) float64 {
+		return m.Sum("apiserver_request_total", func(l map[string]string) bool {
+			return l["verb"] == "PATCH" && l["resource"] == "taskqueues" && l["subresource"] == "status" && (l["code"] == "409" || l["code"] == "422")
+		})
+	}
+	p.recordRefused = refused(after.api) - refused(before.api)
 	ns, err1 := cumulativeUnder(ctx, "", prefix+".cpu.pprof", "cpu", "ns", queueReconcile)
 	bytes, err2 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_space", "B", queueReconcile)
 	objects, err3 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_objects", "", queueReconcile)

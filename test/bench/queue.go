@@ -59,7 +59,11 @@ type queueResult struct {
 	// admitToJob: from an admission to its Job, seconds.
 	admitToJob []float64
 	writes     writeCount
-	n          int
+	// eventsDropped: Events the operator's recorder did not send in the
+	// run (taskoperator_events_dropped_total: its bounded queue was full,
+	// or the API server kept refusing).
+	eventsDropped float64
+	n             int
 	// until: measure only until this many attempts completed (0: all n;
 	// a long line's first part).
 	until int
@@ -232,6 +236,7 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		if res.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
 			return err
 		}
+		res.eventsDropped = after.op.Sum("taskoperator_events_dropped_total", nil) - before.op.Sum("taskoperator_events_dropped_total", nil)
 	}
 	tasks, jobs := tr.snapshot()
 	if err := writeQueueTimes(filepath.Join(o.workDir, "logs", label+".jobs.tsv"), start, tasks, jobs); err != nil {
@@ -245,9 +250,9 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 			res.admitToJob = append(res.admitToJob, j.seen.Sub(j.admitted).Seconds())
 		}
 	}
-	o.logf("queue: %d Tasks (measured to the %d-th completion), maxRunning %d: %.1f attempts/s queued vs %.1f attempts/s un-queued at equal parallelism (%.2f); Tasks Ready %.1f/s; at most %d active; admission p50 %.3f s p99 %.3f s (admitted to Job p99 %.3f s); %d priority inversions (%d within %s); writes/attempt %.2f (%s) + events %.2f; %s",
+	o.logf("queue: %d Tasks (measured to the %d-th completion), maxRunning %d: %.1f attempts/s queued vs %.1f attempts/s un-queued at equal parallelism (%.2f); Tasks Ready %.1f/s; at most %d active; admission p50 %.3f s p99 %.3f s (admitted to Job p99 %.3f s); %d priority inversions (%d within %s); writes/attempt %.2f (%s) + events %.2f (%.0f dropped); %s",
 		n, until, res.parallel, res.queued, res.unqueued, res.queued/res.unqueued, res.queuedReady, res.maxActive, percentile(res.admit, 50), percentile(res.admit, 99), percentile(res.admitToJob, 99),
-		res.inversions, res.inversionsNear, inversionGrace/10, res.writes.total()/float64(n), res.writes.breakdown(float64(n)), res.writes.events/float64(n), res.passDescription())
+		res.inversions, res.inversionsNear, inversionGrace/10, res.writes.total()/float64(n), res.writes.breakdown(float64(n)), res.writes.events/float64(n), res.eventsDropped, res.passDescription())
 	return nil
 }
 

@@ -698,7 +698,8 @@ func (rs *results) renderQueue(add adder) {
 		add("queue", fmt.Sprintf("    the same within %s (the operator's watch lags the benchmark's)", inversionGrace/10), spread(qf(func(q *queueResult) float64 { return float64(q.inversionsNear) }), ""), "")
 		add("queue", "  queued Tasks Ready per second (to the N-th Ready: the status writes follow the Jobs)", spread(qf(func(q *queueResult) float64 { return q.queuedReady }), "/s"), "")
 		add("queue", "  operator writes per admitted attempt, events excluded", spread(qf(func(q *queueResult) float64 { return q.writes.total() / float64(q.n) }), ""), "")
-		add("queue", "  events per admitted attempt (Queued, Admitted)", spread(qf(func(q *queueResult) float64 { return q.writes.events / float64(q.n) }), ""), "")
+		add("queue", "  events per admitted attempt (Admitted, the run's end)", spread(qf(func(q *queueResult) float64 { return q.writes.events / float64(q.n) }), ""), "")
+		add("queue", "    Events the recorder dropped (its queue full), per admitted attempt", spread(qf(func(q *queueResult) float64 { return q.eventsDropped / float64(q.n) }), ""), "")
 		if last := rs.reps[len(rs.reps)-1].queue; last != nil {
 			add("queue", "  by resource per attempt (last repeat)", last.writes.breakdown(float64(last.n)), "")
 			add("queue", "  "+last.passDescription()+" (last repeat)", "", "")
