@@ -27,9 +27,11 @@
 //     event does not undo that.
 //     Both memories keep stamped values (stamped.go) that go stale after
 //     their TTL.
-//   - queue records (records.go; RememberRecord, Admitted): each queue's
-//     admission record as last written, so the Task pass woken right
-//     after an admission sees it before the cache does.
+//   - queue records (records.go; RememberRecord, Admitted, LatestRecord,
+//     ForgetRecord): each queue's admission record as last written, so
+//     the Task pass woken right after an admission sees it before the
+//     cache does, and the queue's next pass starts from it instead of
+//     having its record write refused on the cache's older version.
 //   - wake-ups (shortcuts.go; WakeQueue, HandAdmitted): a Task's status
 //     write that changes its place in line wakes its queue at once, and an
 //     admission hands the Task to its controller at once, instead of both

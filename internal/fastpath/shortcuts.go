@@ -187,6 +187,24 @@ func (s *Shortcuts) RememberRecord(tq *v1alpha1.TaskQueue) {
 	}
 }
 
+// LatestRecord is the TaskQueue a queue pass starts from: the cached one,
+// or the one this process's last record write returned while the cache is
+// only behind it (records.go).
+func (s *Shortcuts) LatestRecord(cached *v1alpha1.TaskQueue) *v1alpha1.TaskQueue {
+	if s == nil {
+		return cached
+	}
+	return s.records.latest(cached)
+}
+
+// ForgetRecord makes the next pass of tq start from the cache: its record
+// write was refused.
+func (s *Shortcuts) ForgetRecord(tq *v1alpha1.TaskQueue) {
+	if s != nil {
+		s.records.forget(tq)
+	}
+}
+
 // Admitted is the Job names a queue admitted: its cached record, plus what
 // this process's last write of it added.
 func (s *Shortcuts) Admitted(tq *v1alpha1.TaskQueue) []string {

@@ -74,6 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, tq); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
+	tq = r.Shortcuts.LatestRecord(tq)
 	in, err := r.observe(ctx, tq)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("observe: %w", err)
@@ -99,6 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		base := *tq
 		base.Status = old
 		if err := r.Client.Status().Patch(ctx, tq, recordPatch(&base, st)); err != nil {
+			r.Shortcuts.ForgetRecord(&base)
 			if r.lostRace(ctx, &base, err) {
 				err = apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("taskqueues").GroupResource(), tq.Name, err)
 			}
