@@ -40,9 +40,7 @@ func (c *Cluster) start(name string, env []string, argv ...string) error {
 	// after that /proc/<pid>/cmdline is still empty: pidOf, which checks
 	// the arguments, would take the component for gone.
 	pid := cmd.Process.Pid
-	for deadline := time.Now().Add(5 * time.Second); len(cmdline(pid)) == 0 && alive(pid) && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	liveCmdline(pid, 5*time.Second)
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return err
 	}
@@ -62,8 +60,13 @@ func (c *Cluster) pidOf(name string) int {
 		return 0
 	}
 	// Every component's arguments name a file under DIR: this guards
-	// against a recycled pid belonging to some unrelated process.
-	if !strings.Contains(strings.Join(cmdline(pid), " "), c.Dir+"/") {
+	// against a recycled pid belonging to some unrelated process. A
+	// component that execs on its way (the kubelet: unshare, then sh, then
+	// the kubelet) shows an empty command line for a moment at each exec,
+	// which is not an exit: taken for one, it failed `make test`'s e2e
+	// setup now and then ("kubelet exited while waiting for node ...",
+	// with nothing in the kubelet's log).
+	if !strings.Contains(strings.Join(liveCmdline(pid, time.Second), " "), c.Dir+"/") {
 		return 0
 	}
 	return pid
@@ -180,6 +183,16 @@ func alive(pid int) bool {
 }
 
 // cmdline is a process' arguments; nil when it is gone.
+// liveCmdline is pid's command line, read again for up to within while it
+// is empty and the process alive (in the middle of an exec).
+func liveCmdline(pid int, within time.Duration) []string {
+	args := cmdline(pid)
+	for deadline := time.Now().Add(within); len(args) == 0 && alive(pid) && time.Now().Before(deadline); args = cmdline(pid) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return args
+}
+
 func cmdline(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
