@@ -23,8 +23,8 @@ import (
 //     frees right after an admission is decided on the cached record, and
 //     its write, locked on a version already replaced, is refused (409, or
 //     422 for a patch applied to the newer list), read again and retried
-//     once the cache catches up: a quarter of the record writes under load
-//     (make bench-scale), each delaying the admissions it carried.
+//     once the cache catches up, delaying the admissions it carried
+//     (how often: docs/performance-history.md, "Queue records and events").
 type queueRecords struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName]queueRecord
@@ -60,17 +60,14 @@ func (q *queueRecords) store(tq *v1alpha1.TaskQueue) {
 func (q *queueRecords) latest(cached *v1alpha1.TaskQueue) *v1alpha1.TaskQueue {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	key := client.ObjectKeyFromObject(cached)
-	rec := q.m[key]
-	mine := rec.written
+	mine := q.m[client.ObjectKeyFromObject(cached)].written
 	switch {
 	case mine == nil || mine.UID != cached.UID:
 		return cached
 	case mine.ResourceVersion == cached.ResourceVersion:
 		// The cache caught up: from now on it is never behind this write
 		// (kept, a later version by another writer would look older).
-		rec.written = nil
-		q.m[key] = rec
+		q.dropWritten(cached)
 		return cached
 	case mine.Generation != cached.Generation || !mine.DeletionTimestamp.Equal(cached.DeletionTimestamp):
 		return cached // changed since: the cache is newer
@@ -83,6 +80,12 @@ func (q *queueRecords) latest(cached *v1alpha1.TaskQueue) *v1alpha1.TaskQueue {
 func (q *queueRecords) forget(tq *v1alpha1.TaskQueue) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.dropWritten(tq)
+}
+
+// dropWritten forgets the written copy of tq's queue (not the admitted
+// names); q.mu is held.
+func (q *queueRecords) dropWritten(tq *v1alpha1.TaskQueue) {
 	key := client.ObjectKeyFromObject(tq)
 	if rec, ok := q.m[key]; ok && rec.uid == tq.UID {
 		rec.written = nil

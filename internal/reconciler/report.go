@@ -162,7 +162,7 @@ func (p *pass) scheduleEvents() {
 // (phase Queued, status.queued, the Ready condition's message), and an
 // event would cost every queued attempt one more request while the line
 // fills, on the API server the running attempts wait for
-// (docs/performance-history.md, "No Queued event"); its turn gets one, the
+// (docs/performance-history.md, "Queue records and events"); its turn gets one, the
 // queue's Admitted.
 func (p *pass) queueEvents() {
 	r, task := p.r, p.task

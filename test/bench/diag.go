@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,17 +40,37 @@ func machineBusy(a, b cpuTimes) float64 {
 	return 100 * ratio(b.busy-a.busy, b.total-a.total)
 }
 
+// grew is how much the series name (those keep takes; nil: all) grew
+// between two scrapes of the same process.
+func grew(before, after metrics, name string, keep func(map[string]string) bool) float64 {
+	return after.Sum(name, keep) - before.Sum(name, keep)
+}
+
+// requestsOf keeps the API server's series of requests of verb on
+// resource (with its subresource, "" for none) and, when codes are given,
+// answered with one of them.
+func requestsOf(verb, resource, subresource string, codes ...string) func(map[string]string) bool {
+	return func(l map[string]string) bool {
+		return l["verb"] == verb && l["resource"] == resource && l["subresource"] == subresource &&
+			(len(codes) == 0 || slices.Contains(codes, l["code"]))
+	}
+}
+
 // apiServerMean is the API server's mean time (its
 // apiserver_request_duration_seconds: arrival to response) for requests of
 // verb on resource (with its subresource, if any) between two snapshots,
 // and how many there were.
 func apiServerMean(before, after writeSnap, verb, resource, subresource string) (mean, count float64) {
-	keep := func(l map[string]string) bool {
-		return l["verb"] == verb && l["resource"] == resource && l["subresource"] == subresource
-	}
-	sum := after.api.Sum("apiserver_request_duration_seconds_sum", keep) - before.api.Sum("apiserver_request_duration_seconds_sum", keep)
-	count = after.api.Sum("apiserver_request_duration_seconds_count", keep) - before.api.Sum("apiserver_request_duration_seconds_count", keep)
-	return ratio(sum, count), count
+	keep := requestsOf(verb, resource, subresource)
+	count = grew(before.api, after.api, "apiserver_request_duration_seconds_count", keep)
+	return ratio(grew(before.api, after.api, "apiserver_request_duration_seconds_sum", keep), count), count
+}
+
+// eventsDropped is how many Events the operator's recorder did not send
+// between two snapshots (taskoperator_events_dropped_total: its bounded
+// queue was full, or the API server kept refusing).
+func eventsDropped(before, after writeSnap) float64 {
+	return grew(before.op, after.op, "taskoperator_events_dropped_total", nil)
 }
 
 // diagnose summarizes, for the log, where time went in a window: the
@@ -69,9 +90,8 @@ func diagnose(before, after writeSnap) string {
 		qd, _ := mean("workqueue_queue_duration_seconds", task)
 		wd, _ := mean("workqueue_work_duration_seconds", task)
 		errs := after.op.Sum("controller_runtime_reconcile_errors_total", task) - before.op.Sum("controller_runtime_reconcile_errors_total", task)
-		dropped := after.op.Sum("taskoperator_events_dropped_total", nil) - before.op.Sum("taskoperator_events_dropped_total", nil)
 		parts = append(parts, fmt.Sprintf("operator: %s reconciles, mean %s s (queue wait mean %s s, work %s s), %s errors, %s Events dropped",
-			fmtNum(recN), fmtNum(rec), fmtNum(qd), fmtNum(wd), fmtNum(errs), fmtNum(dropped)))
+			fmtNum(recN), fmtNum(rec), fmtNum(qd), fmtNum(wd), fmtNum(errs), fmtNum(eventsDropped(before, after))))
 		var verbs []string
 		for _, v := range []string{"GET", "LIST", "POST", "PATCH", "PUT", "DELETE"} {
 			m, c := mean("rest_client_request_duration_seconds", func(l map[string]string) bool { return l["verb"] == v })

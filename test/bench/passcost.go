@@ -75,12 +75,7 @@ func measurePasses(ctx context.Context, o *options, cl *cluster, op *operator, l
 	p.passes = after.op.Sum("controller_runtime_reconcile_time_seconds_count", queue) - before.op.Sum("controller_runtime_reconcile_time_seconds_count", queue)
 	p.mean = ratio(after.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue)-before.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue), p.passes)
 	p.recordWrite, p.recordWrites = apiServerMean(before, after, "PATCH", "taskqueues", "status")
-	refused := func(m metrics) float64 {
-		return m.Sum("apiserver_request_total", func(l map[string]string) bool {
-			return l["verb"] == "PATCH" && l["resource"] == "taskqueues" && l["subresource"] == "status" && (l["code"] == "409" || l["code"] == "422")
-		})
-	}
-	p.recordRefused = refused(after.api) - refused(before.api)
+	p.recordRefused = grew(before.api, after.api, "apiserver_request_total", requestsOf("PATCH", "taskqueues", "status", "409", "422"))
 	ns, err1 := cumulativeUnder(ctx, "", prefix+".cpu.pprof", "cpu", "ns", queueReconcile)
 	bytes, err2 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_space", "B", queueReconcile)
 	objects, err3 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_objects", "", queueReconcile)

@@ -60,8 +60,7 @@ type queueResult struct {
 	admitToJob []float64
 	writes     writeCount
 	// eventsDropped: Events the operator's recorder did not send in the
-	// run (taskoperator_events_dropped_total: its bounded queue was full,
-	// or the API server kept refusing).
+	// run (eventsDropped).
 	eventsDropped float64
 	n             int
 	// until: measure only until this many attempts completed (0: all n;
@@ -236,7 +235,7 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		if res.writes, err = operatorWrites(cl, before, after, map[string]float64{"tasks": float64(n)}); err != nil {
 			return err
 		}
-		res.eventsDropped = after.op.Sum("taskoperator_events_dropped_total", nil) - before.op.Sum("taskoperator_events_dropped_total", nil)
+		res.eventsDropped = eventsDropped(before, after)
 	}
 	tasks, jobs := tr.snapshot()
 	if err := writeQueueTimes(filepath.Join(o.workDir, "logs", label+".jobs.tsv"), start, tasks, jobs); err != nil {

@@ -182,7 +182,6 @@ func alive(pid int) bool {
 	return true
 }
 
-// cmdline is a process' arguments; nil when it is gone.
 // liveCmdline is pid's command line, read again for up to within while it
 // is empty and the process alive (in the middle of an exec).
 func liveCmdline(pid int, within time.Duration) []string {
@@ -193,6 +192,7 @@ func liveCmdline(pid int, within time.Duration) []string {
 	return args
 }
 
+// cmdline is a process' arguments; nil when it is gone.
 func cmdline(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
