@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -315,7 +316,10 @@ func selfRSS() int64 {
 // floorResult is what a floor process printed: its CPU (s), its live heap
 // and RSS growth (bytes) and its status patches; runFloorBurst turns the
 // first three into figures per 1000 Tasks (CPU-s, MiB, MiB).
-type floorResult struct{ cpu, heap, rss, patches float64 }
+// floorResult is one floor burst: its CPU, heap and RSS growth per 1000
+// Tasks, its status patches, and the seconds from the first Task create
+// to its N-th Job (NaN when the cluster has no audit log).
+type floorResult struct{ cpu, heap, rss, patches, firstToNth float64 }
 
 // parseFloor reads the "cpu", "heap", "rss" and "patches" lines a floor
 // process printed.
@@ -355,9 +359,10 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
+	start, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		return oneShotTask(floorNamespace, fmt.Sprintf("floor-%05d", i))
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err := p.wait(); err != nil {
@@ -368,8 +373,19 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 		return nil, err
 	}
 	k, mib := float64(o.n)/1000, float64(1<<20)
-	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches}
-	o.logf("floor burst: %d Tasks to their end in %.2f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
-		o.n, time.Since(p.started).Seconds(), fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
+	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches, firstToNth: math.NaN()}
+	// The N-th Job as the oracle's is read: from the audit log, so not
+	// known without one (the floor's end is a minute later, no bound).
+	if cl.audit != "" {
+		at, ok, err := nthCreateDone(cl.audit, floorNamespace, floorUserAgent, start, o.n)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			perK.firstToNth = at.Sub(start).Seconds()
+		}
+	}
+	o.logf("floor burst: %d Tasks to their end in %.2f s, %d-th Job after %.2f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
+		o.n, time.Since(p.started).Seconds(), o.n, perK.firstToNth, fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
 	return perK, cleanNamespace(ctx, o, cl, floorNamespace)
 }

@@ -87,3 +87,22 @@ func TestParseFloor(t *testing.T) {
 		t.Fatal("parseFloor without heap, rss and patches: no error")
 	}
 }
+
+// The floor's first Task to N-th Job is read over the oracle's when the
+// audit log gave it, and left out when it did not (NaN).
+func TestTheFloorsArrivalRowNeedsItsAuditFigure(t *testing.T) {
+	render := func(floorFirst float64) string {
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		return (&results{o: &options{n: 10, workers: 4}, began: now, ended: now.Add(time.Minute),
+			reps: []*repeatResult{{burst: &burstResult{t0: 2, firstToNth: 4, oracle: 2, tTasks: 3, create: 1,
+				taskToJob: []float64{0.1}, finishReady: []float64{0.3},
+				floor: &floorResult{cpu: 6, firstToNth: floorFirst}}}}}).render()
+	}
+	const row = "floor / oracle-burst, first Task to 10-th Job"
+	if out := render(3); !strings.Contains(out, row) || !strings.Contains(out, "1.50 x") {
+		t.Errorf("with the floor's 3 s over the oracle's 2 s, the report lacks %q at 1.50 x:\n%s", row, out)
+	}
+	if out := render(math.NaN()); strings.Contains(out, row) {
+		t.Errorf("without the floor's figure, the report has %q:\n%s", row, out)
+	}
+}
