@@ -315,10 +315,9 @@ func selfRSS() int64 {
 
 // floorResult is what a floor process printed: its CPU (s), its live heap
 // and RSS growth (bytes) and its status patches; runFloorBurst turns the
-// first three into figures per 1000 Tasks (CPU-s, MiB, MiB).
-// floorResult is one floor burst: its CPU, heap and RSS growth per 1000
-// Tasks, its status patches, and the seconds from the first Task create
-// to its N-th Job (NaN when the cluster has no audit log).
+// first three into figures per 1000 Tasks (CPU-s, MiB, MiB) and adds the
+// seconds from the first Task create to its N-th Job (NaN when the
+// cluster has no audit log).
 type floorResult struct{ cpu, heap, rss, patches, firstToNth float64 }
 
 // parseFloor reads the "cpu", "heap", "rss" and "patches" lines a floor
@@ -374,16 +373,14 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	}
 	k, mib := float64(o.n)/1000, float64(1<<20)
 	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches, firstToNth: math.NaN()}
-	// The N-th Job as the oracle's is read: from the audit log, so not
-	// known without one (the floor's end is a minute later, no bound).
-	if cl.audit != "" {
-		at, ok, err := nthCreateDone(cl.audit, floorNamespace, floorUserAgent, start, o.n)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			perK.firstToNth = at.Sub(start).Seconds()
-		}
+	// The N-th Job as the oracle's is read, from the audit log; without
+	// one it is not known (the floor's end, a minute later, is no bound).
+	at, err := nthCreateAt(cl, floorNamespace, floorUserAgent, start, o.n, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	if !at.IsZero() {
+		perK.firstToNth = at.Sub(start).Seconds()
 	}
 	o.logf("floor burst: %d Tasks to their end in %.2f s, %d-th Job after %.2f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
 		o.n, time.Since(p.started).Seconds(), o.n, perK.firstToNth, fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)

@@ -305,6 +305,15 @@ func (rs *results) renderBurst(add adder) {
 				return f(r.burst)
 			})
 		}
+		// A burst measured without the floor has none.
+		ff := func(f func(*burstResult, *floorResult) float64) []float64 {
+			return bf(func(b *burstResult) float64 {
+				if b.floor == nil {
+					return math.NaN()
+				}
+				return f(b, b.floor)
+			})
+		}
 		first := bf(func(b *burstResult) float64 { return b.firstToNth })
 		rat := bf(func(b *burstResult) float64 { return b.firstToNth / b.t0 })
 		add("burst", fmt.Sprintf("%d one-shot Tasks: first Task create to %d-th Job", n, n), secs(first), "")
@@ -321,12 +330,7 @@ func (rs *results) renderBurst(add adder) {
 			// the oracle only the creates: what that traffic alone costs
 			// the arrival (context, not a bound: the floor writes a start
 			// as soon as the pods start, the operator 2 s after the Job).
-			fo := bf(func(b *burstResult) float64 {
-				if b.floor == nil {
-					return math.NaN()
-				}
-				return ratio(b.floor.firstToNth, b.oracle)
-			})
+			fo := ff(func(b *burstResult, f *floorResult) float64 { return ratio(f.firstToNth, b.oracle) })
 			if anyValue(fo) {
 				add("burst", fmt.Sprintf("  floor / oracle-burst, first Task to %d-th Job (ratio: the operator's traffic alone, context)", n), spread(fo, "x"), "")
 			}
@@ -360,15 +364,6 @@ func (rs *results) renderBurst(add adder) {
 		add("burst", "  reconciles per Task", spread(bf(func(b *burstResult) float64 { return b.writes.reconciles / float64(n) }), ""), "")
 		cpu := bf(func(b *burstResult) float64 { return b.cpuSeconds / float64(n) * 1000 })
 		add("burst", "operator CPU per 1000 Tasks", spread(cpu, "CPU-s"), atMost(cpu, 5))
-		// A burst measured without the floor has none.
-		ff := func(f func(*burstResult, *floorResult) float64) []float64 {
-			return bf(func(b *burstResult) float64 {
-				if b.floor == nil {
-					return math.NaN()
-				}
-				return f(b, b.floor)
-			})
-		}
 		if fl := ff(func(_ *burstResult, f *floorResult) float64 { return f.cpu }); anyValue(fl) {
 			add("burst", "  floor: a program making the operator's traffic alone (watches, Job create, 2 status patches, pod list), per 1000 Tasks", spread(fl, "CPU-s"), floorVerdict(fl, 5))
 			add("burst", "  operator / floor (ratio: the operator's own work)", spread(ff(func(b *burstResult, f *floorResult) float64 {
