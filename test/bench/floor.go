@@ -24,8 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
+	"github.com/taskops/task-operator/internal/plan"
 	"github.com/taskops/task-operator/internal/reconciler"
 	"github.com/taskops/task-operator/internal/runs"
 	"github.com/taskops/task-operator/internal/status"
@@ -45,8 +47,10 @@ import (
 //   - the attempt's Job created (jobs.Build, as the operator builds it);
 //   - the status computed with the operator's pure status.Compute and
 //     written as the operator writes it (a merge patch of the status with
-//     the resource version as a lock, its answer read as metadata), once when the Job shows started and
-//     once when it finished;
+//     the resource version as a lock, its answer read as metadata), once
+//     when the operator records a start (plan.RecordStartAt with the
+//     operator's fastpath.RecordStartDelay: 2 to 3 s after the Job, or
+//     never for a run that ends before) and once when it finished;
 //   - the finished attempt's pods listed once (the operator reads their
 //     output for the status);
 //   - no patch from a cached Task older than its own last write (the
@@ -226,7 +230,13 @@ func (f *floor) pass(ctx context.Context, name string) error {
 		}
 		in.Outputs = map[string]status.Output{a.JobName: floorOutput(pods.Items)}
 		w = 2
-	case a.PodsStarted && w == 0:
+	case w == 0:
+		// The start is recorded when the operator records it: a pass
+		// before then comes back at that moment (the operator's wake-up).
+		if at := plan.RecordStartAt(rs, in.Now, fastpath.RecordStartDelay); !at.IsZero() {
+			f.q.AddAfter(name, at.Sub(in.Now))
+			return nil
+		}
 		w = 1
 	default:
 		return nil
@@ -317,8 +327,9 @@ func selfRSS() int64 {
 // and RSS growth (bytes) and its status patches; runFloorBurst turns the
 // first three into figures per 1000 Tasks (CPU-s, MiB, MiB) and adds the
 // seconds from the first Task create to its N-th Job (NaN when the
-// cluster has no audit log).
-type floorResult struct{ cpu, heap, rss, patches, firstToNth float64 }
+// cluster has no audit log) and its Task-to-Job p99 as the burst's
+// tracker sees the operator's (s).
+type floorResult struct{ cpu, heap, rss, patches, firstToNth, taskToJobP99 float64 }
 
 // parseFloor reads the "cpu", "heap", "rss" and "patches" lines a floor
 // process printed.
@@ -358,6 +369,11 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	if err != nil {
 		return nil, err
 	}
+	tr, err := startTracker(ctx, cl, floorNamespace, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
 	start, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		return oneShotTask(floorNamespace, fmt.Sprintf("floor-%05d", i))
 	})
@@ -367,12 +383,19 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	if err := p.wait(); err != nil {
 		return nil, err
 	}
+	tasks, jobs := tr.snapshot()
+	var taskToJob []float64
+	for _, j := range jobs {
+		if t, ok := tasks[j.task]; ok {
+			taskToJob = append(taskToJob, j.seen.Sub(t.seen).Seconds())
+		}
+	}
 	fr, err := parseFloor(p.stdout.String())
 	if err != nil {
 		return nil, err
 	}
 	k, mib := float64(o.n)/1000, float64(1<<20)
-	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches, firstToNth: math.NaN()}
+	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches, firstToNth: math.NaN(), taskToJobP99: percentile(taskToJob, 99)}
 	// The N-th Job as the oracle's is read, from the audit log; without
 	// one it is not known (the floor's end, a minute later, is no bound).
 	at, err := nthCreateAt(cl, floorNamespace, floorUserAgent, start, o.n, time.Time{})
@@ -382,7 +405,7 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	if !at.IsZero() {
 		perK.firstToNth = at.Sub(start).Seconds()
 	}
-	o.logf("floor burst: %d Tasks to their end in %.2f s, %d-th Job after %.2f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
-		o.n, time.Since(p.started).Seconds(), o.n, perK.firstToNth, fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
+	o.logf("floor burst: %d Tasks to their end in %.2f s, %d-th Job after %.2f s, Task->Job p50 %.3f s p99 %.3f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
+		o.n, time.Since(p.started).Seconds(), o.n, perK.firstToNth, percentile(taskToJob, 50), perK.taskToJobP99, fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
 	return perK, cleanNamespace(ctx, o, cl, floorNamespace)
 }

@@ -99,10 +99,29 @@ func TestTheFloorsArrivalRowNeedsItsAuditFigure(t *testing.T) {
 				floor: &floorResult{cpu: 6, firstToNth: floorFirst}}}}}).render()
 	}
 	const row = "floor / oracle-burst, first Task to 10-th Job"
-	if out := render(3); !strings.Contains(out, row) || !strings.Contains(out, "1.50 x") {
-		t.Errorf("with the floor's 3 s over the oracle's 2 s, the report lacks %q at 1.50 x:\n%s", row, out)
+	if out := render(3); !strings.Contains(out, row) || !strings.Contains(out, "1.50 x") || !strings.Contains(out, "above 1.15 in every repeat: the row's floor") {
+		t.Errorf("with the floor's 3 s over the oracle's 2 s, the report lacks %q at 1.50 x, above 1.15 in every repeat:\n%s", row, out)
 	}
 	if out := render(math.NaN()); strings.Contains(out, row) {
 		t.Errorf("without the floor's figure, the report has %q:\n%s", row, out)
+	}
+}
+
+// The floor's Task-to-Job p99 stands under the operator's row with the
+// floor's verdict against the row's target, and is left out when the
+// floor did not run.
+func TestTheFloorsTaskToJobRow(t *testing.T) {
+	render := func(fl *floorResult) string {
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		return (&results{o: &options{n: 10, workers: 4}, began: now, ended: now.Add(time.Minute),
+			reps: []*repeatResult{{burst: &burstResult{t0: 2, firstToNth: 4, oracle: 2, tTasks: 3, create: 1,
+				taskToJob: []float64{0.1}, finishReady: []float64{0.3}, floor: fl}}}}).render()
+	}
+	const row = "floor's Task-to-Job latency p99"
+	if out := render(&floorResult{cpu: 6, firstToNth: math.NaN(), taskToJobP99: 1.9}); !strings.Contains(out, row) || !strings.Contains(out, "above 1.50 in every repeat: the row's floor") {
+		t.Errorf("with the floor's p99 1.9 s, the report lacks %q above 1.50 in every repeat:\n%s", row, out)
+	}
+	if out := render(nil); strings.Contains(out, row) {
+		t.Errorf("without a floor, the report has %q:\n%s", row, out)
 	}
 }
