@@ -19,9 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/fastpath"
@@ -57,8 +58,11 @@ import (
 //     operator's shortcuts keep it from those too), so its patches are
 //     not inflated by 409s.
 //
-// What it leaves out is the operator's own work: the plan, the observers,
-// the work queue's priorities, events, metrics, the shortcuts. It runs
+// It orders its work as the operator's queue does (fastpath's priorities:
+// a new Task's Job first, then a finished Job's record, then the rest), so
+// that its timings bound what the operator's could be. What it leaves out
+// is the operator's own work: the plan, the observers, events, metrics,
+// the other shortcuts. It runs
 // with the operator's GC target (cmd/manager's defaultGCPercent, 50) and no
 // client-side limit, 32 workers, and reports its CPU (user + system) from
 // its caches' sync to its N-th finished status, and its live heap and RSS
@@ -76,7 +80,7 @@ type floor struct {
 	ns     string
 	cached client.Client // reads from the cache, writes to the API server
 	direct client.Reader // reads from the API server (pods), as the operator's APIReader
-	q      workqueue.TypedRateLimitingInterface[string]
+	q      priorityqueue.PriorityQueue[string]
 
 	mu      sync.Mutex
 	written map[string]int // Task name: 1 once its start is recorded, 2 once its end is
@@ -118,16 +122,21 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	defer cancel()
 	f := &floor{
 		ns: a.namespace, cached: cached, direct: direct, n: a.n, written: map[string]int{}, rv: map[string]string{}, done: make(chan struct{}),
-		q: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		q: priorityqueue.New[string]("floor"),
 	}
-	enqueueTask := func(o any) {
+	// The operator's order (fastpath's priorities): a new Task's Job
+	// before any record, a finished Job's record before a start's.
+	enqueue := func(name string, prio int) {
+		f.q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, name)
+	}
+	enqueueTask := func(o any, prio int) {
 		if t, ok := o.(*v1alpha1.Task); ok {
-			f.q.Add(t.Name)
+			enqueue(t.Name, prio)
 		}
 	}
-	enqueueJob := func(o any) {
+	enqueueJob := func(o any, prio int) {
 		if j, ok := o.(*batchv1.Job); ok && j.Labels[v1alpha1.LabelTask] != "" {
-			f.q.Add(j.Labels[v1alpha1.LabelTask])
+			enqueue(j.Labels[v1alpha1.LabelTask], prio)
 		}
 	}
 	// The operator's indexes: its Jobs are listed by their Task's UID.
@@ -138,14 +147,26 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ti.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueueTask, UpdateFunc: func(_, o any) { enqueueTask(o) }}); err != nil {
+	if _, err := ti.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { enqueueTask(o, fastpath.StartPriority) },
+		UpdateFunc: func(_, o any) { enqueueTask(o, fastpath.RecordPriority) },
+	}); err != nil {
 		return err
 	}
 	ji, err := ca.GetInformer(ctx, &batchv1.Job{})
 	if err != nil {
 		return err
 	}
-	if _, err := ji.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: enqueueJob, UpdateFunc: func(_, o any) { enqueueJob(o) }}); err != nil {
+	if _, err := ji.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { enqueueJob(o, fastpath.RecordPriority) },
+		UpdateFunc: func(old, o any) {
+			prio := fastpath.RecordPriority
+			if j, ok := o.(*batchv1.Job); ok && runs.JobFinished(j) && !runs.JobFinished(old.(*batchv1.Job)) {
+				prio = fastpath.FinishPriority
+			}
+			enqueueJob(o, prio)
+		},
+	}); err != nil {
 		return err
 	}
 	go func() { _ = ca.Start(ctx) }()
@@ -234,7 +255,7 @@ func (f *floor) pass(ctx context.Context, name string) error {
 		// The start is recorded when the operator records it: a pass
 		// before then comes back at that moment (the operator's wake-up).
 		if at := plan.RecordStartAt(rs, in.Now, fastpath.RecordStartDelay); !at.IsZero() {
-			f.q.AddAfter(name, at.Sub(in.Now))
+			f.q.AddWithOpts(priorityqueue.AddOpts{After: at.Sub(in.Now), Priority: ptr.To(fastpath.RecordPriority)}, name)
 			return nil
 		}
 		w = 1
