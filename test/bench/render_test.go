@@ -59,19 +59,22 @@ func TestVerdictNeedsTheMedianAndTheWorstRepeat(t *testing.T) {
 
 // A floor above the target in every repeat says the row cannot be met by
 // any program making the same traffic; a floor under it says nothing of
-// the kind.
+// the kind, and neither does one the operator did better than in a repeat.
 func TestFloorVerdictSaysWhetherTheTargetIsUnderTheFloor(t *testing.T) {
+	op := []float64{9, 9, 9}
 	for _, tc := range []struct {
-		xs   []float64
-		want string
+		xs, op []float64
+		want   string
 	}{
-		{[]float64{7.6, 7.1, 8.0}, "above 5 in every repeat: the row's floor"},
-		{[]float64{4.9, 5.2, 5.3}, "above 5 (median)"},
-		{[]float64{4.2, 4.9, 5.3}, "under 5"},
-		{[]float64{math.NaN()}, ""},
+		{[]float64{7.6, 7.1, 8.0}, op, "above 5 in every repeat: the row's floor"},
+		{[]float64{4.9, 5.2, 5.3}, op, "above 5 (median)"},
+		{[]float64{4.2, 4.9, 5.3}, op, "under 5"},
+		{[]float64{math.NaN()}, op, ""},
+		{[]float64{7.6, 7.1, 8.0}, []float64{9, 7.0, 9}, "no bound: the operator did better in a repeat"},
+		{[]float64{7.6, 7.1, 8.0}, []float64{9, math.NaN(), 9}, "above 5 in every repeat: the row's floor"},
 	} {
-		if got := floorVerdict(tc.xs, 5); got != tc.want {
-			t.Errorf("floorVerdict(%v, 5) = %q, want %q", tc.xs, got, tc.want)
+		if got := floorVerdict(tc.xs, tc.op, 5); got != tc.want {
+			t.Errorf("floorVerdict(%v, %v, 5) = %q, want %q", tc.xs, tc.op, got, tc.want)
 		}
 	}
 }
@@ -111,17 +114,21 @@ func TestTheFloorsArrivalRowNeedsItsAuditFigure(t *testing.T) {
 // floor's verdict against the row's target, and is left out when the
 // floor did not run.
 func TestTheFloorsTaskToJobRow(t *testing.T) {
-	render := func(fl *floorResult) string {
+	render := func(opP99 float64, fl *floorResult) string {
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		return (&results{o: &options{n: 10, workers: 4}, began: now, ended: now.Add(time.Minute),
 			reps: []*repeatResult{{burst: &burstResult{t0: 2, firstToNth: 4, oracle: 2, tTasks: 3, create: 1,
-				taskToJob: []float64{0.1}, finishReady: []float64{0.3}, floor: fl}}}}).render()
+				taskToJob: []float64{opP99}, finishReady: []float64{0.3}, floor: fl}}}}).render()
 	}
 	const row = "floor's Task-to-Job latency p99"
-	if out := render(&floorResult{cpu: 6, firstToNth: math.NaN(), taskToJobP99: 1.9}); !strings.Contains(out, row) || !strings.Contains(out, "above 1.50 in every repeat: the row's floor") {
-		t.Errorf("with the floor's p99 1.9 s, the report lacks %q above 1.50 in every repeat:\n%s", row, out)
+	fl := &floorResult{cpu: 6, firstToNth: math.NaN(), taskToJobP99: 1.9}
+	if out := render(2.1, fl); !strings.Contains(out, row) || !strings.Contains(out, "above 1.50 in every repeat: the row's floor") {
+		t.Errorf("with the floor's p99 1.9 s and the operator's 2.1 s, the report lacks %q above 1.50 in every repeat:\n%s", row, out)
 	}
-	if out := render(nil); strings.Contains(out, row) {
+	if out := render(1.7, fl); !strings.Contains(out, "no bound: the operator did better in a repeat") {
+		t.Errorf("with the operator's p99 1.7 s under the floor's 1.9 s, the report still calls the floor a bound:\n%s", out)
+	}
+	if out := render(2.1, nil); strings.Contains(out, row) {
 		t.Errorf("without a floor, the report has %q:\n%s", row, out)
 	}
 }
