@@ -42,6 +42,12 @@
 //     finished Jobs, then the other Job events; and a pass that created
 //     Jobs leaves its status write to the pass their events bring
 //     (plan.RecordLater). Without shortcuts the queue is a plain FIFO.
+//   - the line writes in flight (linewrites.go; TakeLineWrite,
+//     LinePassEnded, LineWakes): at most LineWrites status writes that
+//     put a Task in its queue's line are sent at once; a pass that finds
+//     no place ends without its write and the Task is woken when one
+//     frees, so a thousand Tasks joining a line do not slow the admitted
+//     attempts' Job creates, and no worker waits for a place.
 //   - the record of a start (shortcuts.go; RecordStartDelay): a write that
 //     would only say attempts just started waits up to RecordStartDelay
 //     for their end (plan.RecordStartAt), so a short run costs one status

@@ -30,6 +30,8 @@ type Shortcuts struct {
 	admittedWake chan event.TypedGenericEvent[*v1alpha1.Task]
 	// recordStartDelay: see RecordStartDelay.
 	recordStartDelay time.Duration
+	// lineBound bounds the line writes in flight (linewrites.go).
+	lineBound lineBound
 }
 
 // RecordStartDelay is how long the status write that would only record
@@ -52,6 +54,7 @@ func New(on bool) *Shortcuts {
 		queueWake:        make(chan event.TypedGenericEvent[*v1alpha1.TaskQueue], wakeBuffer),
 		admittedWake:     make(chan event.TypedGenericEvent[*v1alpha1.Task], wakeBuffer),
 		recordStartDelay: RecordStartDelay,
+		lineBound:        newLineBound(),
 	}
 }
 
@@ -94,8 +97,9 @@ func (s *Shortcuts) PutInLine(task *v1alpha1.Task, put func(*v1alpha1.Task)) {
 }
 
 // TaskWatches adds the Task controller's shortcut watches to b: handlers
-// (new Tasks at start priority, its own status writes seen) on Tasks, and
-// the Tasks the queue controller hands over (HandAdmitted). Without
+// (new Tasks at start priority, its own status writes seen) on Tasks, the
+// Tasks the queue controller hands over (HandAdmitted), and those woken
+// for a line write's place (LineWakes). Without
 // shortcuts b is returned as it is.
 func (s *Shortcuts) TaskWatches(b *builder.Builder, handlers ...handler.EventHandler) *builder.Builder {
 	if s == nil {
@@ -104,7 +108,7 @@ func (s *Shortcuts) TaskWatches(b *builder.Builder, handlers ...handler.EventHan
 	for _, h := range handlers {
 		b = b.Watches(&v1alpha1.Task{}, h)
 	}
-	return b.WatchesRawSource(s.AdmittedTasks())
+	return b.WatchesRawSource(s.AdmittedTasks()).WatchesRawSource(s.LineWakes())
 }
 
 // QueueWatches adds the queue controller's shortcut watch to b: the

@@ -107,6 +107,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 
 func (r *TaskReconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.newTasks.taken(req.NamespacedName)
+	defer r.Shortcuts.LinePassEnded(req.NamespacedName)
 	if !r.leaseHeld() {
 		return reconcile.Result{}, guards.ErrLeaseLapsed
 	}
@@ -207,6 +208,16 @@ func (p *pass) record(ctx context.Context, actErr error) (reconcile.Result, erro
 	// costs one status write, not two (plan/recording.go).
 	if !rec.WriteAt.IsZero() {
 		return p.requeueToRecord(earliest(rec.WriteAt, p.plan.Wake)), nil
+	}
+	// (fast path) A write that puts the Task in its queue's line, from a
+	// pass that started nothing, takes one of a few places, or leaves the
+	// Task to be woken when one frees (fastpath.LineWrites says why).
+	if p.created == 0 && fastpath.JoinsLine(p.old, &task.Status) {
+		release, ok := r.Shortcuts.TakeLineWrite(ctrl.ObjectKeyFromObject(task))
+		if !ok {
+			return requeueAt(p.plan.Wake, p.now), nil
+		}
+		defer release()
 	}
 	// Paused past the lease during this pass: the status patch would be
 	// refused anyway if stale (optimistic locking); do not send it.
