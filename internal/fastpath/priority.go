@@ -68,7 +68,17 @@ func (h RecordingHandler) Update(ctx context.Context, e event.UpdateEvent, q wor
 func finishedNow(e event.UpdateEvent) bool {
 	old, ok1 := e.ObjectOld.(*batchv1.Job)
 	job, ok2 := e.ObjectNew.(*batchv1.Job)
-	return ok1 && ok2 && runs.JobFinished(job) && !runs.JobFinished(old)
+	return ok1 && ok2 && JobUpdatePriority(old, job) == FinishPriority
+}
+
+// JobUpdatePriority is the priority at which a Job's update from old to
+// job queues its Task's pass: FinishPriority for the update in which the
+// Job finished, RecordPriority for any other.
+func JobUpdatePriority(old, job *batchv1.Job) int {
+	if runs.JobFinished(job) && !runs.JobFinished(old) {
+		return FinishPriority
+	}
+	return RecordPriority
 }
 
 func (h RecordingHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -160,11 +160,9 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	if _, err := ji.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { enqueueJob(o, fastpath.RecordPriority) },
 		UpdateFunc: func(old, o any) {
-			prio := fastpath.RecordPriority
-			if j, ok := o.(*batchv1.Job); ok && runs.JobFinished(j) && !runs.JobFinished(old.(*batchv1.Job)) {
-				prio = fastpath.FinishPriority
+			if j, ok := o.(*batchv1.Job); ok {
+				enqueueJob(j, fastpath.JobUpdatePriority(old.(*batchv1.Job), j))
 			}
-			enqueueJob(o, prio)
 		},
 	}); err != nil {
 		return err
@@ -404,19 +402,13 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	if err := p.wait(); err != nil {
 		return nil, err
 	}
-	tasks, jobs := tr.snapshot()
-	var taskToJob []float64
-	for _, j := range jobs {
-		if t, ok := tasks[j.task]; ok {
-			taskToJob = append(taskToJob, j.seen.Sub(t.seen).Seconds())
-		}
-	}
+	t2j := taskToJob(tr.snapshot())
 	fr, err := parseFloor(p.stdout.String())
 	if err != nil {
 		return nil, err
 	}
 	k, mib := float64(o.n)/1000, float64(1<<20)
-	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches, firstToNth: math.NaN(), taskToJobP99: percentile(taskToJob, 99)}
+	perK := &floorResult{cpu: fr.cpu / k, heap: fr.heap / k / mib, rss: fr.rss / k / mib, patches: fr.patches, firstToNth: math.NaN(), taskToJobP99: percentile(t2j, 99)}
 	// The N-th Job as the oracle's is read, from the audit log; without
 	// one it is not known (the floor's end, a minute later, is no bound).
 	at, err := nthCreateAt(cl, floorNamespace, floorUserAgent, start, o.n, time.Time{})
@@ -427,6 +419,6 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 		perK.firstToNth = at.Sub(start).Seconds()
 	}
 	o.logf("floor burst: %d Tasks to their end in %.2f s, %d-th Job after %.2f s, Task->Job p50 %.3f s p99 %.3f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
-		o.n, time.Since(p.started).Seconds(), o.n, perK.firstToNth, percentile(taskToJob, 50), perK.taskToJobP99, fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
+		o.n, time.Since(p.started).Seconds(), o.n, perK.firstToNth, percentile(t2j, 50), perK.taskToJobP99, fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
 	return perK, cleanNamespace(ctx, o, cl, floorNamespace)
 }

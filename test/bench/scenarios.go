@@ -221,6 +221,7 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	}
 
 	tasks, jobs := tr.snapshot()
+	b.taskToJob = taskToJob(tasks, jobs)
 	var nth []time.Time
 	for _, j := range jobs {
 		nth = append(nth, j.seen)
@@ -228,7 +229,6 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 		if !ok {
 			continue
 		}
-		b.taskToJob = append(b.taskToJob, j.seen.Sub(t.seen).Seconds())
 		if !j.complete.IsZero() && !t.ready.IsZero() {
 			b.finishReady = append(b.finishReady, t.ready.Sub(j.complete).Seconds())
 		}

@@ -276,6 +276,19 @@ func (t *tracker) snapshot() (map[string]taskTrack, map[string]jobTrack) {
 
 // waitFor polls the tracker until cond holds; it reports progress through
 // logf every 10 s.
+// taskToJob is, for every Job whose Task was seen, the seconds from the
+// Task seen to its Job seen: the burst's Task-to-Job latency, the
+// operator's and the floor's alike.
+func taskToJob(tasks map[string]taskTrack, jobs map[string]jobTrack) []float64 {
+	var out []float64
+	for _, j := range jobs {
+		if t, ok := tasks[j.task]; ok {
+			out = append(out, j.seen.Sub(t.seen).Seconds())
+		}
+	}
+	return out
+}
+
 func (t *tracker) waitFor(ctx context.Context, o *options, what string, timeout time.Duration, cond func(tasks, ready, scheduled, jobs, complete int) bool) error {
 	start := time.Now()
 	lastLog := start
