@@ -47,30 +47,49 @@ const passWindowLength = 15 * time.Second
 // controller's.
 const queueReconcile = "taskqueue.(*Reconciler).Reconcile"
 
-// measurePasses measures the queue controller's passes for
-// passWindowLength from now; label names the profile files (kept in the
-// profiles folder).
-func measurePasses(ctx context.Context, o *options, cl *cluster, op *operator, label string) (passCost, error) {
-	var p passCost
+// passWindow is what measurePasses captured of a window: the snapshots at
+// its ends and the profiles saved in it. The figures are read from them
+// afterwards (cost), when the measured run is over: reading the profiles
+// runs `go tool pprof` three times, seconds of CPU on the benchmark's own
+// machine, and done at the window's end they stalled the queue they
+// measure (admissions 1-1.5 s late around that moment in every repeat).
+type passWindow struct {
+	label, prefix string
+	before, after writeSnap
+}
+
+// measurePasses captures the queue controller's passes for
+// passWindowLength from now (snapshots, a CPU profile, two allocation
+// profiles); label names the profile files (kept in the profiles folder).
+// Read the figures with cost once the run is measured.
+func measurePasses(ctx context.Context, o *options, cl *cluster, op *operator, label string) (passWindow, error) {
 	prefix := filepath.Join(o.workDir, "profiles", label)
-	before, err := takeSnap(ctx, cl, op)
-	if err != nil {
-		return p, err
+	w := passWindow{label: label, prefix: prefix}
+	var err error
+	if w.before, err = takeSnap(ctx, cl, op); err != nil {
+		return w, err
 	}
 	if err := op.saveProfile(ctx, "allocs", prefix+".allocs-0.pprof"); err != nil {
-		return p, err
+		return w, err
 	}
 	if err := op.saveCPUProfile(ctx, passWindowLength, prefix+".cpu.pprof"); err != nil {
-		return p, err
+		return w, err
 	}
-	after, err := takeSnap(ctx, cl, op)
-	if err != nil {
-		return p, err
+	if w.after, err = takeSnap(ctx, cl, op); err != nil {
+		return w, err
 	}
 	if err := op.saveProfile(ctx, "allocs", prefix+".allocs-1.pprof"); err != nil {
-		return p, err
+		return w, err
 	}
-	o.logf("%s: queue pass window diagnosis: %s", label, diagnose(before, after))
+	return w, nil
+}
+
+// cost reads the figures of a captured window (a profile that cannot be
+// read is logged).
+func (w passWindow) cost(ctx context.Context, o *options) passCost {
+	var p passCost
+	before, after, prefix := w.before, w.after, w.prefix
+	o.logf("%s: queue pass window diagnosis: %s", w.label, diagnose(before, after))
 	queue := func(l map[string]string) bool { return l["controller"] == "taskqueue" }
 	p.passes = after.op.Sum("controller_runtime_reconcile_time_seconds_count", queue) - before.op.Sum("controller_runtime_reconcile_time_seconds_count", queue)
 	p.mean = ratio(after.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue)-before.op.Sum("controller_runtime_reconcile_time_seconds_sum", queue), p.passes)
@@ -80,10 +99,10 @@ func measurePasses(ctx context.Context, o *options, cl *cluster, op *operator, l
 	bytes, err2 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_space", "B", queueReconcile)
 	objects, err3 := cumulativeUnder(ctx, prefix+".allocs-0.pprof", prefix+".allocs-1.pprof", "alloc_objects", "", queueReconcile)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		o.logf("reading the profiles of %s: %v", label, err)
+		o.logf("reading the profiles of %s: %v", w.label, err)
 	}
 	p.cpu, p.bytes, p.objects = ratio(ns/1e9, p.passes), ratio(bytes, p.passes), ratio(objects, p.passes)
-	return p, nil
+	return p
 }
 
 // cumulativeUnder is the cumulative sample value (index: cpu, alloc_space,

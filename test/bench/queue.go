@@ -206,7 +206,8 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 	// The pass window: every Task exists; the first places turn over.
 	_, _, _, _, done := tr.counts()
 	res.waitingFrom = max(n-res.parallel-done, 0)
-	if res.pass, err = measurePasses(ctx, o, cl, op, label); err != nil {
+	window, err := measurePasses(ctx, o, cl, op, label)
+	if err != nil {
 		return err
 	}
 	_, _, _, _, done = tr.counts()
@@ -237,6 +238,8 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		}
 		res.eventsDropped = eventsDropped(before, after)
 	}
+	// Everything timed is measured: the window's profiles can be read now.
+	res.pass = window.cost(ctx, o)
 	tasks, jobs := tr.snapshot()
 	if err := writeQueueTimes(filepath.Join(o.workDir, "logs", label+".jobs.tsv"), start, tasks, jobs); err != nil {
 		o.logf("  %s: %v", label, err) // evidence for a look, not a figure: the run goes on
