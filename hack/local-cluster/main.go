@@ -33,6 +33,9 @@
 //	KCM_QPS, KCM_BURST          kube-controller-manager --kube-api-qps/--kube-api-burst
 //	                            (default 20/30, the controller-manager's own defaults)
 //	LOCAL_CLUSTER_NODE_PODS     pods the kwok node can hold (default 1000)
+//	LOCAL_CLUSTER_POD_GC_THRESHOLD  finished pods kept before the pod garbage
+//	                            collector deletes the oldest (default 12500,
+//	                            kube-controller-manager's own)
 //	LOCAL_CLUSTER_TIMEOUT       seconds `up` waits for each readiness step (default 120)
 //	LOCAL_CLUSTER_AUDIT_POLICY  an audit policy file: the API server logs to DIR/logs/audit.log
 //	KUBEBUILDER_ASSETS          honoured by hack/k8s-binaries.sh

@@ -47,6 +47,15 @@ type cluster struct {
 
 var scheme = testutil.Scheme()
 
+// benchPodGC is the finished pods a session's cluster keeps before the pod
+// garbage collector deletes the oldest: more than any session makes. At
+// kube-controller-manager's default (12,500) the scale session's queue
+// step crossed it (10,000 pods of the bursts before it, then its own), so
+// its measured lines ran beside hundreds of pod deletes that the
+// un-queued baseline before them did not: a step measured against a
+// baseline taken under a lighter load.
+const benchPodGC = 1_000_000
+
 // upCluster starts a fresh control plane in dir (harness.StartCluster:
 // `down` first, so every session starts from an empty etcd, then `up` with
 // the session's settings, and the Task CRD).
@@ -55,6 +64,7 @@ func upCluster(ctx context.Context, o *options, s clusterSettings) (*cluster, er
 		"KCM_QPS=" + strconv.Itoa(s.kcmQPS),
 		"KCM_BURST=" + strconv.Itoa(s.kcmBurst),
 		"LOCAL_CLUSTER_NODE_PODS=" + strconv.Itoa(s.nodePods),
+		"LOCAL_CLUSTER_POD_GC_THRESHOLD=" + strconv.Itoa(benchPodGC),
 	}
 	if o.auditPolicy != "" {
 		env = append(env, "LOCAL_CLUSTER_AUDIT_POLICY="+o.auditPolicy)

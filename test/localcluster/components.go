@@ -125,7 +125,8 @@ func (c *Cluster) startControllerManager(st State) error {
 		"--service-account-private-key-file="+c.path("pki", "sa.key"),
 		"--root-ca-file="+c.path("pki", "ca.crt"),
 		fmt.Sprintf("--kube-api-qps=%d", c.Settings.KCMQPS),
-		fmt.Sprintf("--kube-api-burst=%d", c.Settings.KCMBurst))...)
+		fmt.Sprintf("--kube-api-burst=%d", c.Settings.KCMBurst),
+		fmt.Sprintf("--terminated-pod-gc-threshold=%d", c.Settings.PodGC))...)
 }
 
 func (c *Cluster) startScheduler(st State) error {

@@ -22,10 +22,10 @@ func TestSettingsFromTheEnvironment(t *testing.T) {
 		want    Settings
 		wantErr string
 	}{
-		{name: "nothing set gives the defaults", want: Settings{Node: NodeAuto, KCMQPS: 20, KCMBurst: 30, NodePods: 1000, Timeout: 120 * time.Second}},
+		{name: "nothing set gives the defaults", want: Settings{Node: NodeAuto, KCMQPS: 20, KCMBurst: 30, NodePods: 1000, PodGC: 12500, Timeout: 120 * time.Second}},
 		{name: "every knob set", env: map[string]string{"LOCAL_CLUSTER_NODE": "kwok", "KCM_QPS": "100", "KCM_BURST": "200",
-			"LOCAL_CLUSTER_NODE_PODS": "5000", "LOCAL_CLUSTER_TIMEOUT": "30", "LOCAL_CLUSTER_AUDIT_POLICY": policy},
-			want: Settings{Node: NodeKwok, KCMQPS: 100, KCMBurst: 200, NodePods: 5000, Timeout: 30 * time.Second, AuditPolicy: policy}},
+			"LOCAL_CLUSTER_NODE_PODS": "5000", "LOCAL_CLUSTER_POD_GC_THRESHOLD": "100000", "LOCAL_CLUSTER_TIMEOUT": "30", "LOCAL_CLUSTER_AUDIT_POLICY": policy},
+			want: Settings{Node: NodeKwok, KCMQPS: 100, KCMBurst: 200, NodePods: 5000, PodGC: 100000, Timeout: 30 * time.Second, AuditPolicy: policy}},
 		{name: "an unknown node mode is refused", env: map[string]string{"LOCAL_CLUSTER_NODE": "fake"}, wantErr: "must be real, kwok, both or auto"},
 		{name: "a number that is not one is refused", env: map[string]string{"KCM_QPS": "fast"}, wantErr: "KCM_QPS must be a positive number"},
 		{name: "a missing audit policy is refused", env: map[string]string{"LOCAL_CLUSTER_AUDIT_POLICY": policy + ".missing"}, wantErr: "no such file"},
@@ -49,11 +49,16 @@ func TestSettingsFromTheEnvironment(t *testing.T) {
 }
 
 func TestADifferentSettingRestartsTheCluster(t *testing.T) {
-	base := Settings{Node: NodeAuto, KCMQPS: 20, KCMBurst: 30, NodePods: 1000}
-	changed := base
-	changed.KCMQPS = 100
-	if base.key() == changed.key() {
-		t.Errorf("settings %+v and %+v share the key %q: Up would reuse a cluster started with other settings", base, changed, base.key())
+	base := Settings{Node: NodeAuto, KCMQPS: 20, KCMBurst: 30, NodePods: 1000, PodGC: 12500}
+	for _, change := range []func(*Settings){
+		func(s *Settings) { s.KCMQPS = 100 },
+		func(s *Settings) { s.PodGC = 100000 },
+	} {
+		changed := base
+		change(&changed)
+		if base.key() == changed.key() {
+			t.Errorf("settings %+v and %+v share the key %q: Up would reuse a cluster started with other settings", base, changed, base.key())
+		}
 	}
 	timeout := base
 	timeout.Timeout = time.Minute

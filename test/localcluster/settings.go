@@ -25,6 +25,7 @@ type Settings struct {
 	KCMQPS      int           // KCM_QPS: kube-controller-manager --kube-api-qps (default 20, its own default)
 	KCMBurst    int           // KCM_BURST: --kube-api-burst (default 30)
 	NodePods    int           // LOCAL_CLUSTER_NODE_PODS: pods the kwok node holds (default 1000)
+	PodGC       int           // LOCAL_CLUSTER_POD_GC_THRESHOLD: kube-controller-manager --terminated-pod-gc-threshold (default 12500, its own default)
 	Timeout     time.Duration // LOCAL_CLUSTER_TIMEOUT (seconds): each readiness step of Up (default 120 s)
 	AuditPolicy string        // LOCAL_CLUSTER_AUDIT_POLICY: an audit policy file; the API server then logs to logs/audit.log
 }
@@ -48,7 +49,8 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		env  string
 		def  int
 		into *int
-	}{{"KCM_QPS", 20, &s.KCMQPS}, {"KCM_BURST", 30, &s.KCMBurst}, {"LOCAL_CLUSTER_NODE_PODS", 1000, &s.NodePods}}
+	}{{"KCM_QPS", 20, &s.KCMQPS}, {"KCM_BURST", 30, &s.KCMBurst}, {"LOCAL_CLUSTER_NODE_PODS", 1000, &s.NodePods},
+		{"LOCAL_CLUSTER_POD_GC_THRESHOLD", 12500, &s.PodGC}}
 	for _, v := range ints {
 		*v.into = v.def
 		if raw := getenv(v.env); raw != "" {
@@ -87,8 +89,8 @@ func (s Settings) key() string {
 	if audit == "" {
 		audit = "none"
 	}
-	return fmt.Sprintf("node=%s kcm-qps=%d kcm-burst=%d node-pods=%d audit=%s controllers=%08x",
-		s.Node, s.KCMQPS, s.KCMBurst, s.NodePods, audit, crc32.ChecksumIEEE([]byte(kcmControllers)))
+	return fmt.Sprintf("node=%s kcm-qps=%d kcm-burst=%d node-pods=%d pod-gc=%d audit=%s controllers=%08x",
+		s.Node, s.KCMQPS, s.KCMBurst, s.NodePods, s.PodGC, audit, crc32.ChecksumIEEE([]byte(kcmControllers)))
 }
 
 // allComponents in start order; Down stops them in reverse.
