@@ -44,7 +44,7 @@
 //     (plan.RecordLater). Without shortcuts the queue is a plain FIFO.
 //   - the line writes in flight (linewrites.go; TakeLineWrite,
 //     LinePassEnded, LineWakes): at most LineWrites status writes that
-//     put a Task in its queue's line are sent at once; a pass that finds
+//     put a Task in one queue's line are sent at once; a pass that finds
 //     no place ends without its write and the Task is woken when one
 //     frees, so a thousand Tasks joining a line do not slow the admitted
 //     attempts' Job creates, and no worker waits for a place.

@@ -12,8 +12,8 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 )
 
-// LineWrites is how many status writes that put a Task in its queue's line
-// may be in flight at once.
+// LineWrites is how many status writes that put a Task in one queue's
+// line may be in flight at once.
 //
 // Why: when many Tasks join a line at once (a thousand created into one
 // queue), each one's first pass writes its place in line, and every worker
@@ -29,28 +29,39 @@ import (
 // write does not move a Task back in the queue's line: the place it
 // records is the attempt's own (status.queued's since: when it became
 // ready, for a new Task its creation), not the write's.
+//
+// The bound is per queue: a flood into one queue must not hold back the
+// Tasks of another, whose line writes may be all that stands between them
+// and free places (docs/performance-history.md, "One bound per queue").
 const LineWrites = 4
 
-// lineBound holds the places of LineWrites and the Tasks waiting for one,
-// in order. woken are the Tasks woken for a released place whose pass has
-// not come yet: a pass of one of them that writes no line write passes
-// the wake-up on (LinePassEnded), so a Task that no longer waits (written
-// by another pass, deleted) never strands the others.
+// lineBound holds, per queue, the places of LineWrites and the Tasks
+// waiting for one, in order. woken are the Tasks woken for a released
+// place whose pass has not come yet, with their queue: a pass of one of
+// them that writes no line write passes the wake-up on (LinePassEnded),
+// so a Task that no longer waits (written by another pass, deleted) never
+// strands the others.
 type lineBound struct {
-	mu   sync.Mutex
+	mu     sync.Mutex
+	queues map[types.NamespacedName]*queueLine
+	woken  map[types.NamespacedName]types.NamespacedName
+	wake   chan event.TypedGenericEvent[*v1alpha1.Task]
+}
+
+// queueLine is one queue's part of the bound. A queue with no write in
+// flight and no Task waiting has none.
+type queueLine struct {
 	held int
 	// waiting is the bound's line in order; inLine says who is in it (a
 	// Task that got a place another way is taken out of inLine only, and
 	// skipped when its turn comes).
 	waiting []types.NamespacedName
 	inLine  map[types.NamespacedName]bool
-	woken   map[types.NamespacedName]bool
-	wake    chan event.TypedGenericEvent[*v1alpha1.Task]
 }
 
 func newLineBound() lineBound {
 	return lineBound{
-		inLine: map[types.NamespacedName]bool{}, woken: map[types.NamespacedName]bool{},
+		queues: map[types.NamespacedName]*queueLine{}, woken: map[types.NamespacedName]types.NamespacedName{},
 		wake: make(chan event.TypedGenericEvent[*v1alpha1.Task], wakeBuffer),
 	}
 }
@@ -66,76 +77,92 @@ func JoinsLine(old, next *v1alpha1.TaskStatus) bool {
 	return false
 }
 
-// TakeLineWrite takes one of the LineWrites places for the Task's line
-// write and returns its release, to be called once the write is answered;
-// or, with every place taken, puts the Task in the bound's line and
-// returns false: the pass ends without the write, and a place's release
-// brings the Task's next pass. Without shortcuts every write goes.
-func (s *Shortcuts) TakeLineWrite(key types.NamespacedName) (release func(), ok bool) {
+// TakeLineWrite takes one of the LineWrites places of the Task's queue
+// (queue, in the Task's namespace) for its line write and returns its
+// release, to be called once the write is answered; or, with every place
+// taken, puts the Task in the bound's line of that queue and returns
+// false: the pass ends without the write, and a place's release brings
+// the Task's next pass. Without shortcuts every write goes.
+func (s *Shortcuts) TakeLineWrite(key types.NamespacedName, queue string) (release func(), ok bool) {
 	if s == nil {
 		return func() {}, true
 	}
+	qk := types.NamespacedName{Namespace: key.Namespace, Name: queue}
 	b := &s.lineBound
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.woken, key)
-	if b.held < LineWrites {
-		b.held++
-		delete(b.inLine, key)
-		return s.releaseLineWrite, true
+	ql := b.queues[qk]
+	if ql == nil {
+		ql = &queueLine{inLine: map[types.NamespacedName]bool{}}
+		b.queues[qk] = ql
 	}
-	if !b.inLine[key] {
-		b.inLine[key] = true
-		b.waiting = append(b.waiting, key)
+	if ql.held < LineWrites {
+		ql.held++
+		delete(ql.inLine, key)
+		return func() { s.releaseLineWrite(qk) }, true
+	}
+	if !ql.inLine[key] {
+		ql.inLine[key] = true
+		ql.waiting = append(ql.waiting, key)
 	}
 	return nil, false
 }
 
-// releaseLineWrite gives a place back and wakes the Task at the head of
-// the bound's line.
-func (s *Shortcuts) releaseLineWrite() {
+// releaseLineWrite gives a place of queue qk back and wakes the Task at
+// the head of its line.
+func (s *Shortcuts) releaseLineWrite(qk types.NamespacedName) {
 	b := &s.lineBound
 	b.mu.Lock()
-	b.held--
+	b.queues[qk].held--
 	b.mu.Unlock()
-	s.wakeNextInLine()
+	s.wakeNextInLine(qk)
 }
 
 // LinePassEnded is called at the end of every pass of a Task: if the Task
 // was woken for a free place and its pass took none (it no longer needed
-// one), the next Task in the bound's line is woken instead.
+// one), the next Task in its queue's line is woken instead.
 func (s *Shortcuts) LinePassEnded(key types.NamespacedName) {
 	if s == nil {
 		return
 	}
 	b := &s.lineBound
 	b.mu.Lock()
-	passOn := b.woken[key]
+	qk, passOn := b.woken[key]
 	delete(b.woken, key)
 	b.mu.Unlock()
 	if passOn {
-		s.wakeNextInLine()
+		s.wakeNextInLine(qk)
 	}
 }
 
-// wakeNextInLine wakes the Task at the head of the bound's line while a
-// place is free. The wake-up is never dropped: with the buffer full it is
-// sent from a goroutine of its own.
-func (s *Shortcuts) wakeNextInLine() {
+// wakeNextInLine wakes the Task at the head of queue qk's line while a
+// place is free, and forgets a queue left with nothing in flight or
+// waiting. The wake-up is never dropped: with the buffer full it is sent
+// from a goroutine of its own.
+func (s *Shortcuts) wakeNextInLine(qk types.NamespacedName) {
 	b := &s.lineBound
 	b.mu.Lock()
+	ql := b.queues[qk]
+	if ql == nil {
+		b.mu.Unlock()
+		return
+	}
 	var key types.NamespacedName
 	found := false
-	for b.held < LineWrites && len(b.waiting) > 0 && !found {
-		key, b.waiting = b.waiting[0], b.waiting[1:]
-		found = b.inLine[key]
+	for ql.held < LineWrites && len(ql.waiting) > 0 && !found {
+		key, ql.waiting = ql.waiting[0], ql.waiting[1:]
+		found = ql.inLine[key]
+	}
+	if ql.held == 0 && len(ql.waiting) == 0 && !found {
+		delete(b.queues, qk)
 	}
 	if !found {
 		b.mu.Unlock()
 		return
 	}
-	delete(b.inLine, key)
-	b.woken[key] = true
+	delete(ql.inLine, key)
+	b.woken[key] = qk
 	b.mu.Unlock()
 	t := &v1alpha1.Task{}
 	t.Namespace, t.Name = key.Namespace, key.Name

@@ -59,14 +59,14 @@ func TestLineWritesAreBoundedAndWaitInOrder(t *testing.T) {
 	s := New(true)
 	var releases []func()
 	for i := range LineWrites {
-		release, ok := s.TakeLineWrite(key(string(rune('a' + i))))
+		release, ok := s.TakeLineWrite(key(string(rune('a'+i))), "q")
 		if !ok {
 			t.Fatalf("place %d of %d refused", i+1, LineWrites)
 		}
 		releases = append(releases, release)
 	}
 	for _, name := range []string{"x", "y", "z", "x"} {
-		if _, ok := s.TakeLineWrite(key(name)); ok {
+		if _, ok := s.TakeLineWrite(key(name), "q"); ok {
 			t.Fatalf("%s got a place past the %d in flight", name, LineWrites)
 		}
 	}
@@ -80,12 +80,12 @@ func TestLineWritesAreBoundedAndWaitInOrder(t *testing.T) {
 	}
 	// y gets a place on a pass of its own before its turn: when its turn
 	// comes it is skipped, and z is woken.
-	release, ok := s.TakeLineWrite(key("y"))
+	release, ok := s.TakeLineWrite(key("y"), "q")
 	if !ok {
 		t.Fatal("y refused with a place free")
 	}
 	releases[0] = release
-	if _, ok := s.TakeLineWrite(key("x")); ok {
+	if _, ok := s.TakeLineWrite(key("x"), "q"); ok {
 		t.Fatal("x got a place that y had taken")
 	}
 	releases[1]()
@@ -101,11 +101,11 @@ func TestAWokenTaskThatTakesNoPlacePassesItsWakeUpOn(t *testing.T) {
 	s := New(true)
 	var releases []func()
 	for i := range LineWrites {
-		release, _ := s.TakeLineWrite(key(string(rune('a' + i))))
+		release, _ := s.TakeLineWrite(key(string(rune('a'+i))), "q")
 		releases = append(releases, release)
 	}
-	s.TakeLineWrite(key("x"))
-	s.TakeLineWrite(key("y"))
+	s.TakeLineWrite(key("x"), "q")
+	s.TakeLineWrite(key("y"), "q")
 	releases[0]()
 	if got := woken(s); len(got) != 1 || got[0] != "x" {
 		t.Fatalf("woke %v, want [x]", got)
@@ -120,11 +120,59 @@ func TestAWokenTaskThatTakesNoPlacePassesItsWakeUpOn(t *testing.T) {
 	}
 }
 
+// Each queue has its own places and its own line: a queue whose places
+// are all taken holds back none of another queue's writes, and a release
+// wakes a Task of its own queue only.
+func TestEachQueueHasItsOwnLineWrites(t *testing.T) {
+	s := New(true)
+	var flood []func()
+	for i := range LineWrites {
+		release, _ := s.TakeLineWrite(key(string(rune('a'+i))), "flood")
+		flood = append(flood, release)
+	}
+	if _, ok := s.TakeLineWrite(key("x"), "flood"); ok {
+		t.Fatal("x got a place past the flood queue's")
+	}
+	var other []func()
+	for i := range LineWrites {
+		release, ok := s.TakeLineWrite(key(string(rune('k'+i))), "other")
+		if !ok {
+			t.Fatalf("the other queue's write %d refused behind the flood queue's", i+1)
+		}
+		other = append(other, release)
+	}
+	if _, ok := s.TakeLineWrite(key("y"), "other"); ok {
+		t.Fatal("y got a place past the other queue's")
+	}
+	other[0]()
+	if got := woken(s); len(got) != 1 || got[0] != "y" {
+		t.Fatalf("a release of the other queue woke %v, want [y] (its own line's head)", got)
+	}
+	flood[0]()
+	if got := woken(s); len(got) != 1 || got[0] != "x" {
+		t.Fatalf("a release of the flood queue woke %v, want [x]", got)
+	}
+	// Every place given back and no one waiting: nothing is kept.
+	for _, release := range append(flood[1:], other[1:]...) {
+		release()
+	}
+	s.LinePassEnded(key("x"))
+	s.LinePassEnded(key("y"))
+	for _, k := range []types.NamespacedName{key("x"), key("y")} {
+		if release, ok := s.TakeLineWrite(k, map[string]string{"x": "flood", "y": "other"}[k.Name]); ok {
+			release()
+		}
+	}
+	if n := len(s.lineBound.queues); n != 0 {
+		t.Errorf("%d queues kept with nothing in flight or waiting", n)
+	}
+}
+
 // Without shortcuts every write goes and nothing is woken.
 func TestLineWritesOff(t *testing.T) {
 	var s *Shortcuts
 	for range 2 * LineWrites {
-		if _, ok := s.TakeLineWrite(key("a")); !ok {
+		if _, ok := s.TakeLineWrite(key("a"), "q"); !ok {
 			t.Fatal("a write refused with the shortcuts off")
 		}
 	}

@@ -213,7 +213,7 @@ func (p *pass) record(ctx context.Context, actErr error) (reconcile.Result, erro
 	// pass that started nothing, takes one of a few places, or leaves the
 	// Task to be woken when one frees (fastpath.LineWrites says why).
 	if p.created == 0 && fastpath.JoinsLine(p.old, &task.Status) {
-		release, ok := r.Shortcuts.TakeLineWrite(ctrl.ObjectKeyFromObject(task))
+		release, ok := r.Shortcuts.TakeLineWrite(ctrl.ObjectKeyFromObject(task), task.Spec.QueueName)
 		if !ok {
 			return requeueAt(p.plan.Wake, p.now), nil
 		}
