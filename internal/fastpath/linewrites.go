@@ -154,10 +154,12 @@ func (s *Shortcuts) wakeNextInLine(qk types.NamespacedName) {
 		key, ql.waiting = ql.waiting[0], ql.waiting[1:]
 		found = ql.inLine[key]
 	}
-	if ql.held == 0 && len(ql.waiting) == 0 && !found {
-		delete(b.queues, qk)
-	}
 	if !found {
+		// The loop stopped on a full bound or an empty line: with nothing
+		// in flight the line is empty too, and the queue is forgotten.
+		if ql.held == 0 {
+			delete(b.queues, qk)
+		}
 		b.mu.Unlock()
 		return
 	}

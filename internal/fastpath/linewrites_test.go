@@ -52,19 +52,27 @@ func woken(s *Shortcuts) []string {
 	}
 }
 
+// takeEveryPlace takes the LineWrites places of queue for Tasks named
+// from first on ('a', 'b', ...) and returns their releases.
+func takeEveryPlace(t *testing.T, s *Shortcuts, queue string, first rune) []func() {
+	t.Helper()
+	var releases []func()
+	for i := range LineWrites {
+		release, ok := s.TakeLineWrite(key(string(first+rune(i))), queue)
+		if !ok {
+			t.Fatalf("place %d of %d of queue %s refused", i+1, LineWrites, queue)
+		}
+		releases = append(releases, release)
+	}
+	return releases
+}
+
 // At most LineWrites line writes are in flight; the Tasks refused a place
 // wait in order, and each release wakes the next of them, never a Task
 // that got its place another way.
 func TestLineWritesAreBoundedAndWaitInOrder(t *testing.T) {
 	s := New(true)
-	var releases []func()
-	for i := range LineWrites {
-		release, ok := s.TakeLineWrite(key(string(rune('a'+i))), "q")
-		if !ok {
-			t.Fatalf("place %d of %d refused", i+1, LineWrites)
-		}
-		releases = append(releases, release)
-	}
+	releases := takeEveryPlace(t, s, "q", 'a')
 	for _, name := range []string{"x", "y", "z", "x"} {
 		if _, ok := s.TakeLineWrite(key(name), "q"); ok {
 			t.Fatalf("%s got a place past the %d in flight", name, LineWrites)
@@ -99,11 +107,7 @@ func TestLineWritesAreBoundedAndWaitInOrder(t *testing.T) {
 // stranded; a Task that was not woken passes nothing on.
 func TestAWokenTaskThatTakesNoPlacePassesItsWakeUpOn(t *testing.T) {
 	s := New(true)
-	var releases []func()
-	for i := range LineWrites {
-		release, _ := s.TakeLineWrite(key(string(rune('a'+i))), "q")
-		releases = append(releases, release)
-	}
+	releases := takeEveryPlace(t, s, "q", 'a')
 	s.TakeLineWrite(key("x"), "q")
 	s.TakeLineWrite(key("y"), "q")
 	releases[0]()
@@ -125,22 +129,11 @@ func TestAWokenTaskThatTakesNoPlacePassesItsWakeUpOn(t *testing.T) {
 // wakes a Task of its own queue only.
 func TestEachQueueHasItsOwnLineWrites(t *testing.T) {
 	s := New(true)
-	var flood []func()
-	for i := range LineWrites {
-		release, _ := s.TakeLineWrite(key(string(rune('a'+i))), "flood")
-		flood = append(flood, release)
-	}
+	flood := takeEveryPlace(t, s, "flood", 'a')
 	if _, ok := s.TakeLineWrite(key("x"), "flood"); ok {
 		t.Fatal("x got a place past the flood queue's")
 	}
-	var other []func()
-	for i := range LineWrites {
-		release, ok := s.TakeLineWrite(key(string(rune('k'+i))), "other")
-		if !ok {
-			t.Fatalf("the other queue's write %d refused behind the flood queue's", i+1)
-		}
-		other = append(other, release)
-	}
+	other := takeEveryPlace(t, s, "other", 'k') // none refused behind the flood queue's
 	if _, ok := s.TakeLineWrite(key("y"), "other"); ok {
 		t.Fatal("y got a place past the other queue's")
 	}
@@ -158,8 +151,8 @@ func TestEachQueueHasItsOwnLineWrites(t *testing.T) {
 	}
 	s.LinePassEnded(key("x"))
 	s.LinePassEnded(key("y"))
-	for _, k := range []types.NamespacedName{key("x"), key("y")} {
-		if release, ok := s.TakeLineWrite(k, map[string]string{"x": "flood", "y": "other"}[k.Name]); ok {
+	for task, queue := range map[string]string{"x": "flood", "y": "other"} {
+		if release, ok := s.TakeLineWrite(key(task), queue); ok {
 			release()
 		}
 	}

@@ -338,8 +338,8 @@ func (rs *results) renderBurst(add adder) {
 			// The oracle makes only the creates while the Tasks arrive: no
 			// controller can bring its N-th Job sooner, so the oracle's
 			// ratio to T0 is the floor of the row "/ T0".
-			add("burst", fmt.Sprintf("  oracle-burst / T0, first Task to %d-th Job (ratio: the Job creates alone while the Tasks arrive)", n),
-				spread(bf(func(b *burstResult) float64 { return b.oracle / b.t0 }), "x T0"), floorVerdict(bf(func(b *burstResult) float64 { return b.oracle / b.t0 }), rat, 3))
+			ot0 := bf(func(b *burstResult) float64 { return b.oracle / b.t0 })
+			add("burst", fmt.Sprintf("  oracle-burst / T0, first Task to %d-th Job (ratio: the Job creates alone while the Tasks arrive)", n), spread(ot0, "x T0"), floorVerdict(ot0, rat, 3))
 			// The floor makes the operator's traffic while the Tasks arrive,
 			// at the operator's moments (a start recorded 2 to 3 s after
 			// the Job), the oracle only the creates: what that traffic
