@@ -142,12 +142,3 @@ func (rs *results) renderChain(add adder) {
 		add("chain", "  end-to-downstream-Job p99 / the burst's plain Task-to-Job p99 (same repeat)", spread(ratios(end, burst), "x"), "")
 	}
 }
-
-// ratios are ratio(a[i], b[i]), repeat by repeat.
-func ratios(a, b []float64) []float64 {
-	out := make([]float64, len(a))
-	for i := range a {
-		out[i] = ratio(a[i], b[i])
-	}
-	return out
-}

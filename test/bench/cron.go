@@ -23,9 +23,10 @@ type cronKind struct {
 	// oracle: the cron oracle (oracle.go) creates the slot's Jobs of the
 	// Tasks, with no operator running, on a cluster of its own.
 	oracle bool
-	// withOracle: before the operator starts, the cron oracle fires a
-	// slot of its own on the same cluster (oracleCronSlot), the bound the
-	// operator's skew is read against.
+	// withOracle: before the operator starts, and again after it has
+	// stopped, the cron oracle fires a slot of its own on the same cluster
+	// (oracleCronSlot): the two bracket the operator's, and their mean is
+	// the bound its skew is read against (cronResult.oracleP99).
 	withOracle bool
 	settings   operatorSettings
 	// life: after the slot period, follow the slot's runs to the end of
@@ -62,8 +63,9 @@ type cronResult struct {
 	// Task showed it (Running, or already finished), operator only.
 	shown float64
 	// oracleSkew are the skews of the oracle's slot on the same cluster,
-	// minutes before the operator's (kind.withOracle).
-	oracleSkew []float64
+	// minutes before the operator's (kind.withOracle); oracleSkewAfter
+	// those of its slot after the operator's (stopped, its Tasks gone).
+	oracleSkew, oracleSkewAfter []float64
 	// lifeWrites counts the controller's writes from 3 s before the slot
 	// until every one of the slot's N runs (also those started after the
 	// period) had finished and its finish was recorded (the Task's
@@ -91,6 +93,22 @@ func (r cronResult) lifePerRun() float64 {
 		return math.NaN()
 	}
 	return ratio(r.lifeWrites.total(), float64(r.n))
+}
+
+// oracleP99 is the p99 skew the operator's is read against: the mean of
+// the oracle slots' p99 before and after the operator's, which bracket it
+// on one cluster (a cluster that slows or speeds up over the session's
+// minutes then counts neither for nor against the operator); the one
+// before alone when only it ran; NaN without an oracle.
+func (r cronResult) oracleP99() float64 {
+	if len(r.oracleSkew) == 0 {
+		return math.NaN()
+	}
+	before := percentile(r.oracleSkew, 99)
+	if len(r.oracleSkewAfter) == 0 {
+		return before
+	}
+	return (before + percentile(r.oracleSkewAfter, 99)) / 2
 }
 
 func (r cronResult) perRun() float64 { return ratio(r.writes.total(), float64(r.started)) }
@@ -220,6 +238,19 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		"status writes inside the fire (slot to last Job, %.2f s): %.0f; every run shown %.2f s after the last Job",
 		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
 		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
+	if kind.withOracle {
+		// The oracle's slot again, on a cluster as the first one met it:
+		// no operator, no Tasks but its own.
+		op.stop(o)
+		if err := cleanNamespace(ctx, o, cl, benchNamespace); err != nil {
+			return nil, fmt.Errorf("cleaning up before the second oracle slot: %w", err)
+		}
+		if res.oracleSkewAfter, err = oracleCronSlot(ctx, o, cl, res.b0.t0); err != nil {
+			return nil, fmt.Errorf("oracle slot after the operator: %w", err)
+		}
+		o.logf("cron %s: p99 skew %.3f s against the oracle slots' %.3f s before and %.3f s after (mean %.3f s): %.2f x",
+			kind.name, percentile(res.skew, 99), percentile(res.oracleSkew, 99), percentile(res.oracleSkewAfter, 99), res.oracleP99(), percentile(res.skew, 99)/res.oracleP99())
+	}
 	return res, nil
 }
 

@@ -384,6 +384,9 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	if err := cl.ensureNamespace(ctx, floorNamespace); err != nil {
 		return nil, err
 	}
+	if err := waitQuiet(ctx, o, cl, "the floor burst"); err != nil {
+		return nil, err
+	}
 	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: floorNamespace, mode: oracleFloor, n: o.n})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -225,6 +226,9 @@ func runOracleBurst(ctx context.Context, o *options, cl *cluster) (oracleResult,
 	if err := cl.ensureNamespace(ctx, oracleNamespace); err != nil {
 		return res, err
 	}
+	if err := waitQuiet(ctx, o, cl, "the oracle burst"); err != nil {
+		return res, err
+	}
 	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: oracleNamespace, mode: oracleBurst, n: o.n})
 	if err != nil {
 		return res, err
@@ -247,9 +251,9 @@ func runOracleBurst(ctx context.Context, o *options, cl *cluster) (oracleResult,
 	return res, cleanNamespace(ctx, o, cl, oracleNamespace)
 }
 
-// runOraclePre creates N one-shot Tasks, then runs the oracle over them:
-// from its process start to the N-th Job create's response. It cleans up
-// as runOracleBurst does.
+// runOraclePre creates N one-shot Tasks, then (the API server quiet) runs
+// the oracle over them: from its process start to the N-th Job create's
+// response. It cleans up as runOracleBurst does.
 func runOraclePre(ctx context.Context, o *options, cl *cluster) (float64, error) {
 	if err := cl.ensureNamespace(ctx, oracleNamespace); err != nil {
 		return 0, err
@@ -257,6 +261,9 @@ func runOraclePre(ctx context.Context, o *options, cl *cluster) (float64, error)
 	if _, _, err := createAll(ctx, cl.c, o.n, o.workers, func(i int) client.Object {
 		return oneShotTask(oracleNamespace, fmt.Sprintf("oracle-%05d", i))
 	}); err != nil {
+		return 0, err
+	}
+	if err := waitQuiet(ctx, o, cl, "the pre-created oracle"); err != nil {
 		return 0, err
 	}
 	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: oracleNamespace, mode: oraclePre, n: o.n})
@@ -280,8 +287,8 @@ func runOraclePre(ctx context.Context, o *options, cl *cluster) (float64, error)
 const oracleNamespace = "bench-oracle"
 
 // cleanNamespace deletes a namespace's Tasks (the finalizer policy gave
-// them a finalizer no operator removes here) and Jobs, and waits until
-// they and their pods are gone.
+// them a finalizer no operator removes here), Jobs and pods, and waits
+// until they are gone.
 func cleanNamespace(ctx context.Context, o *options, cl *cluster, ns string) error {
 	var tl v1alpha1.TaskList
 	if err := cl.c.List(ctx, &tl, client.InNamespace(ns)); err != nil {
@@ -299,6 +306,13 @@ func cleanNamespace(ctx context.Context, o *options, cl *cluster, ns string) err
 		return err
 	}
 	if err := cl.c.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return err
+	}
+	// The pods too, at once: the garbage collector would delete them at
+	// kube-controller-manager's client limit (20 per second in the cron
+	// sessions: 1000 pods take a minute). A running pod's Job-tracking
+	// finalizer still waits for the Job controller.
+	if err := cl.c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
 		return err
 	}
 	return poll(ctx, 5*time.Minute, 500*time.Millisecond, func() (bool, error) {

@@ -132,3 +132,63 @@ func TestTheFloorsTaskToJobRow(t *testing.T) {
 		t.Errorf("without a floor, the report has %q:\n%s", row, out)
 	}
 }
+
+// The pre-created burst is read against the oracle's runs before and
+// after it (their mean), and against the one before when the other did
+// not run: a cluster that slowed down between the oracle and the
+// operator is no longer counted against the operator, nor one that sped
+// up for it.
+func TestThePrecreatedRowReadsTheOraclesAroundIt(t *testing.T) {
+	render := func(after float64) string {
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		return (&results{o: &options{n: 10, workers: 4}, began: now, ended: now.Add(time.Minute),
+			reps: []*repeatResult{{pre: &precreatedResult{b0: b0Result{t0: 1}, oracle: 2, oracleAfter: after, firstToNth: 3.3}}}}).render()
+	}
+	const row = "operator / oracle-pre, the mean of before and after (ratio, target <= 1.2)"
+	out := render(4)
+	if line := lineWith(out, row); !strings.Contains(line, "1.10 x") || !strings.Contains(line, "met") {
+		t.Errorf("with oracles of 2 and 4 s around the operator's 3.3 s, the row is not 1.10 x, met: %q\n%s", line, out)
+	}
+	if !strings.Contains(out, "the same oracle after the operator") || !strings.Contains(lineWith(out, "oracle-pre after / before"), "2 x") {
+		t.Errorf("the report does not show the oracle after the operator and its ratio to the one before:\n%s", out)
+	}
+	out = render(0)
+	if line := lineWith(out, row); !strings.Contains(line, "1.65 x") || !strings.Contains(line, "MISSED") {
+		t.Errorf("with only the oracle before (2 s), the row is not 1.65 x, missed: %q\n%s", line, out)
+	}
+	if strings.Contains(out, "the same oracle after the operator") {
+		t.Errorf("without an oracle after the operator, the report shows one:\n%s", out)
+	}
+}
+
+// The cron skew's bound is the mean of the oracle slots' p99 before and
+// after the operator's, the one before alone when only it ran, and none
+// without an oracle.
+func TestTheCronBoundIsTheOracleSlotsAroundTheOperators(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after []float64
+		want          float64
+	}{
+		{"both slots: their mean", []float64{1, 2}, []float64{3, 4}, 3},
+		{"only the slot before", []float64{1, 2}, nil, 2},
+		{"no oracle", nil, nil, math.NaN()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cronResult{oracleSkew: tc.before, oracleSkewAfter: tc.after}.oracleP99()
+			if got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
+				t.Fatalf("oracleP99 = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// lineWith is the first line of out holding s ("" when none does).
+func lineWith(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}

@@ -173,6 +173,9 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	if err := sleepUntil(ctx, time.Now().Add(3*time.Second)); err != nil {
 		return nil, nil, err
 	}
+	if err := waitQuiet(ctx, o, cl, "the burst"); err != nil {
+		return nil, nil, err
+	}
 
 	before, err := takeSnap(ctx, cl, op)
 	if err != nil {

@@ -106,12 +106,30 @@ func spreadWith(xs []float64, unit string, fmtNum func(float64) string) string {
 	return fmt.Sprintf("%s%s [%s-%s]", fmtNum(m), unit, fmtNum(lo), fmtNum(hi))
 }
 
+// nonZero is x, or NaN when x is 0: a figure a repeat did not measure
+// (a duration it never took).
+func nonZero(x float64) float64 {
+	if x == 0 {
+		return math.NaN()
+	}
+	return x
+}
+
 // ratio is a/b, NaN when b is 0 or either is NaN.
 func ratio(a, b float64) float64 {
 	if b == 0 || math.IsNaN(a) || math.IsNaN(b) {
 		return math.NaN()
 	}
 	return a / b
+}
+
+// ratios are ratio(a[i], b[i]), repeat by repeat.
+func ratios(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = ratio(a[i], b[i])
+	}
+	return out
 }
 
 func joinNonEmpty(sep string, parts ...string) string {
