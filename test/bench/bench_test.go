@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -355,5 +356,54 @@ func TestTheTrackerCountsRunsFinishedAndCronJobsThatRecordedTheSlot(t *testing.T
 	tr.observe(cj("w", 1, slot.Add(30*time.Second))) // succeeded, still active
 	if n, last := tr.cronJobsDone(slot); n != 1 || last.IsZero() {
 		t.Errorf("cronJobsDone = %d, %v; want 1 and a time", n, last)
+	}
+}
+
+// A Task is in line once the benchmark saw its place written
+// (status.queued) or a Job of it (admitted before the tracker saw it
+// wait); a Task with neither is not.
+func TestTheTrackerCountsTheTasksInLine(t *testing.T) {
+	tr := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}, cronJobs: map[string]cronJobTrack{}}
+	waiting := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Name: "waiting"}}
+	waiting.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: "once", Attempt: 1, JobName: "waiting-1"}}
+	tr.observe(waiting)
+	tr.observe(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Name: "admitted"}})
+	tr.observe(&v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Name: "arrived"}})
+	tr.observe(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "admitted-1", Labels: map[string]string{v1alpha1.LabelTask: "admitted"}}})
+	if got := tr.lined(); got != 2 {
+		t.Fatalf("lined = %d, want 2 (the Task waiting and the one with a Job, not the one just arrived)", got)
+	}
+	waiting.Status.Queued = nil // admitted since: still counted
+	tr.observe(waiting)
+	if got := tr.lined(); got != 2 {
+		t.Fatalf("lined after the waiting Task left the line = %d, want 2", got)
+	}
+}
+
+// An admission pairs the k-th Job created after the first `parallel`
+// with the k-th completion; the long line's second window keeps only the
+// Jobs created in it.
+func TestAdmissionsPairCreatesWithTheCompletionsThatFreedTheirPlaces(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	jobs := map[string]jobTrack{
+		"a": {seen: at(0), complete: at(1)},
+		"b": {seen: at(0), complete: at(2)},
+		"c": {seen: at(1.5), complete: at(3)}, // the place a freed at 1
+		"d": {seen: at(2.25), complete: at(4)},
+		"e": {seen: at(3.5)},
+	}
+	var got []float64
+	for _, a := range admissions(jobs, 2) {
+		got = append(got, a.latency)
+	}
+	if want := []float64{0.5, 0.25, 0.5}; !slices.Equal(got, want) {
+		t.Fatalf("admission latencies %v, want %v", got, want)
+	}
+	if got, want := admissionsBetween(jobs, 2, at(2), at(3.5)), []float64{0.25, 0.5}; !slices.Equal(got, want) {
+		t.Fatalf("admissions created in [2 s, 3.5 s]: %v, want %v", got, want)
+	}
+	if most, admit := activeAndAdmission(jobs, 2); most != 2 || len(admit) != 3 {
+		t.Fatalf("activeAndAdmission: most %d (want 2), %d admissions (want 3)", most, len(admit))
 	}
 }

@@ -70,6 +70,29 @@ type queueResult struct {
 	// from waitingFrom Tasks waiting down to waitingTo.
 	pass                   passCost
 	waitingFrom, waitingTo int
+	// steady is a long line's second window (steady.n > 0 and until < n):
+	// steady.n more completions from when every Task's place in line had
+	// been written.
+	steady steadyWindow
+}
+
+// steadyWindow is a long line measured at its length with its arrival
+// over: the first window (from the first create) carries the writes that
+// put every Task in line, one per Task, which the contract asks for
+// (Queued) and which a line of 10,000 arriving at once sends while its
+// first 2000 attempts run, five per completion measured.
+type steadyWindow struct {
+	n int // completions to measure (0: no such window)
+	// lineWritten: s from the first create to every Task in line.
+	lineWritten float64
+	// waiting: Tasks waiting when the window began.
+	waiting int
+	// queued: attempts completed per second in the window.
+	queued float64
+	// admit: admission latencies of the Jobs created in the window.
+	admit []float64
+	// from, to: the window (from zero: not measured).
+	from, to time.Time
 }
 
 // admittedPerPass is how many attempts a pass of the window admitted on
@@ -220,6 +243,11 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		return err
 	}
 	res.queued = float64(until) / time.Since(start).Seconds()
+	if res.steady.n > 0 && until < n {
+		if err := measureSteady(ctx, o, tr, start, res); err != nil {
+			return err
+		}
+	}
 	if until < n {
 		// A part of a long line: its Ready rate and writes per attempt
 		// would mix in the writes that put the whole line in queue.
@@ -245,6 +273,11 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		o.logf("  %s: %v", label, err) // evidence for a look, not a figure: the run goes on
 	}
 	res.maxActive, res.admit = activeAndAdmission(jobs, res.parallel)
+	if !res.steady.from.IsZero() {
+		res.steady.admit = admissionsBetween(jobs, res.parallel, res.steady.from, res.steady.to)
+		o.logf("queue: with every Task in line (%.1f s after the first create, %d waiting): %.1f attempts/s over %d completions (%.2f x un-queued), admission p50 %.3f s p99 %.3f s",
+			res.steady.lineWritten, res.steady.waiting, res.steady.queued, res.steady.n, res.steady.queued/res.unqueued, percentile(res.steady.admit, 50), percentile(res.steady.admit, 99))
+	}
 	res.inversions = inversions(tasks, jobs, inversionGrace, func(ex string) { o.logf("  inversion: %s", ex) })
 	res.inversionsNear = inversions(tasks, jobs, inversionGrace/10, nil)
 	for _, j := range jobs {
@@ -258,6 +291,65 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 	return nil
 }
 
+// measureSteady measures a long line's second window (res.steady): it
+// waits until every Task is in line, then for res.steady.n more
+// completions.
+func measureSteady(ctx context.Context, o *options, tr *tracker, start time.Time, res *queueResult) error {
+	n, w := res.n, &res.steady
+	if err := poll(ctx, o.timeout(10*time.Minute), 50*time.Millisecond, func() (bool, error) { return tr.lined() >= n, nil }); err != nil {
+		return fmt.Errorf("waiting for all %d Tasks in line: %w (%d are)", n, err, tr.lined())
+	}
+	w.from = time.Now()
+	w.lineWritten = w.from.Sub(start).Seconds()
+	_, _, _, _, done := tr.counts()
+	w.waiting = max(n-res.parallel-done, 0)
+	want := min(done+w.n, n)
+	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete (every Task in line)", want), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= want }); err != nil {
+		return err
+	}
+	w.to = time.Now()
+	w.queued = float64(want-done) / w.to.Sub(w.from).Seconds()
+	return nil
+}
+
+// admissionsBetween are the admission latencies (activeAndAdmission) of
+// the Jobs created from from to to.
+func admissionsBetween(jobs map[string]jobTrack, parallel int, from, to time.Time) []float64 {
+	var out []float64
+	for _, a := range admissions(jobs, parallel) {
+		if !a.at.Before(from) && !a.at.After(to) {
+			out = append(out, a.latency)
+		}
+	}
+	return out
+}
+
+// admission is a Job created after the first `parallel`: when, and how
+// long after the completion that freed its place.
+type admission struct {
+	at      time.Time
+	latency float64
+}
+
+// admissions pairs the k-th Job created after the first `parallel` with
+// the k-th completion, in time order.
+func admissions(jobs map[string]jobTrack, parallel int) []admission {
+	var created, completed []time.Time
+	for _, j := range jobs {
+		created = append(created, j.seen)
+		if !j.complete.IsZero() {
+			completed = append(completed, j.complete)
+		}
+	}
+	sort.Slice(created, func(i, k int) bool { return created[i].Before(created[k]) })
+	sort.Slice(completed, func(i, k int) bool { return completed[i].Before(completed[k]) })
+	var out []admission
+	for k := parallel; k < len(created) && k-parallel < len(completed); k++ {
+		out = append(out, admission{at: created[k], latency: created[k].Sub(completed[k-parallel]).Seconds()})
+	}
+	return out
+}
+
 // activeAndAdmission replays the Jobs' creations and completions in time
 // order: the most active at once, and for every Job created after the
 // first `parallel`, how long after the completion that freed its place.
@@ -267,13 +359,10 @@ func activeAndAdmission(jobs map[string]jobTrack, parallel int) (int, []float64)
 		delta int
 	}
 	var evs []ev
-	var created, completed []time.Time
 	for _, j := range jobs {
 		evs = append(evs, ev{j.seen, +1})
-		created = append(created, j.seen)
 		if !j.complete.IsZero() {
 			evs = append(evs, ev{j.complete, -1})
-			completed = append(completed, j.complete)
 		}
 	}
 	sort.Slice(evs, func(i, k int) bool {
@@ -287,11 +376,9 @@ func activeAndAdmission(jobs map[string]jobTrack, parallel int) (int, []float64)
 		active += e.delta
 		most = max(most, active)
 	}
-	sort.Slice(created, func(i, k int) bool { return created[i].Before(created[k]) })
-	sort.Slice(completed, func(i, k int) bool { return completed[i].Before(completed[k]) })
 	var admit []float64
-	for k := parallel; k < len(created) && k-parallel < len(completed); k++ {
-		admit = append(admit, created[k].Sub(completed[k-parallel]).Seconds())
+	for _, a := range admissions(jobs, parallel) {
+		admit = append(admit, a.latency)
 	}
 	return most, admit
 }

@@ -224,6 +224,25 @@ func (t *tracker) counts() (tasks, ready, scheduled, jobs, complete int) {
 	return
 }
 
+// lined counts the Tasks whose place in their queue's line was seen
+// written (status.queued) or that have a Job (admitted, or started
+// without waiting).
+func (t *tracker) lined() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	withJob := map[string]bool{}
+	for _, jt := range t.jobs {
+		withJob[jt.task] = true
+	}
+	n := 0
+	for name, tt := range t.tasks {
+		if !tt.queued.IsZero() || withJob[name] {
+			n++
+		}
+	}
+	return n
+}
+
 // runsFinished counts the Tasks whose status.history shows run runID
 // with a final result, and the latest time one first did.
 func (t *tracker) runsFinished(runID string) (n int, last time.Time) {
