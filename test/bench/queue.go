@@ -79,8 +79,8 @@ type queueResult struct {
 // steadyWindow is a long line measured at its length with its arrival
 // over: the first window (from the first create) carries the writes that
 // put every Task in line, one per Task, which the contract asks for
-// (Queued) and which a line of 10,000 arriving at once sends while its
-// first 2000 attempts run, five per completion measured.
+// (Queued) and which a line of 10,000 arriving at once sends, at most 4
+// at a time, beside its first thousands of attempts.
 type steadyWindow struct {
 	n int // completions to measure (0: no such window)
 	// lineWritten: s from the first create to every Task in line.
