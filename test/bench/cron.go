@@ -203,15 +203,7 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		return nil, err
 	}
 	o.logf("cron %s diagnosis: %s", kind.name, diagnose(before, after))
-	switch {
-	case kind.operator:
-		res.writes, err = operatorWrites(cl, before, after, nil)
-	case kind.oracle:
-		err = oracle.wait() // it creates the Jobs and nothing else
-	default:
-		res.writes, err = cronJobWrites(ctx, cl, benchNamespace, before, after)
-	}
-	if err != nil {
+	if err := periodWrites(ctx, cl, kind, oracle, before, after, res); err != nil {
 		return nil, err
 	}
 	if prof != nil {
@@ -239,19 +231,44 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 		kind.name, res.started, res.n, percentile(res.skew, 50), percentile(res.skew, 99), percentile(res.skew, 100),
 		res.perRun(), res.writes.breakdown(float64(max(res.started, 1))), res.eventsPerRun(), res.fire, res.fireStatus, res.shown)
 	if kind.withOracle {
-		// The oracle's slot again, on a cluster as the first one met it:
-		// no operator, no Tasks but its own.
-		op.stop(o)
-		if err := cleanNamespace(ctx, o, cl, benchNamespace); err != nil {
-			return nil, fmt.Errorf("cleaning up before the second oracle slot: %w", err)
+		if err := oracleSlotAfter(ctx, o, cl, op, kind, res); err != nil {
+			return nil, err
 		}
-		if res.oracleSkewAfter, err = oracleCronSlot(ctx, o, cl, res.b0.t0); err != nil {
-			return nil, fmt.Errorf("oracle slot after the operator: %w", err)
-		}
-		o.logf("cron %s: p99 skew %.3f s against the oracle slots' %.3f s before and %.3f s after (mean %.3f s): %.2f x",
-			kind.name, percentile(res.skew, 99), percentile(res.oracleSkew, 99), percentile(res.oracleSkewAfter, 99), res.oracleP99(), percentile(res.skew, 99)/res.oracleP99())
 	}
 	return res, nil
+}
+
+// oracleSlotAfter fires the oracle's slot again after the operator's, on
+// a cluster as the first slot met it (the operator stopped, its Tasks,
+// Jobs and pods deleted): the other side of the bracket.
+func oracleSlotAfter(ctx context.Context, o *options, cl *cluster, op *operator, kind cronKind, res *cronResult) error {
+	op.stop(o)
+	if err := cleanNamespace(ctx, o, cl, benchNamespace); err != nil {
+		return fmt.Errorf("cleaning up before the second oracle slot: %w", err)
+	}
+	var err error
+	if res.oracleSkewAfter, err = oracleCronSlot(ctx, o, cl, res.b0.t0); err != nil {
+		return fmt.Errorf("oracle slot after the operator: %w", err)
+	}
+	o.logf("cron %s: p99 skew %.3f s against the oracle slots' %.3f s before and %.3f s after (mean %.3f s): %.2f x",
+		kind.name, percentile(res.skew, 99), percentile(res.oracleSkew, 99), percentile(res.oracleSkewAfter, 99), res.oracleP99(), percentile(res.skew, 99)/res.oracleP99())
+	return nil
+}
+
+// periodWrites counts the controller's writes over the slot period
+// (before to after) into res; the oracle's process is waited for instead
+// (it creates the Jobs and nothing else).
+func periodWrites(ctx context.Context, cl *cluster, kind cronKind, oracle *oracleProcess, before, after writeSnap, res *cronResult) error {
+	var err error
+	switch {
+	case kind.operator:
+		res.writes, err = operatorWrites(cl, before, after, nil)
+	case kind.oracle:
+		err = oracle.wait()
+	default:
+		res.writes, err = cronJobWrites(ctx, cl, benchNamespace, before, after)
+	}
+	return err
 }
 
 // nextSlot is the first minute boundary after kind's lead time, and the

@@ -134,6 +134,25 @@ func (r idleResult) perMinute() float64 {
 	return (r.writes.total() + r.writes.events) / r.window * 60
 }
 
+// burstBaselines measures, before the operator starts, what the burst is
+// read against: B0 (T0, T_tasks, T1), the oracle burst and the floor.
+func burstBaselines(ctx context.Context, o *options, cl *cluster, b *burstResult) error {
+	b0, err := runB0(ctx, o, cl, true)
+	b.t0, b.tTasks, b.t1 = b0.t0, b0.tTasks, b0.t1
+	if err != nil {
+		return fmt.Errorf("B0: %w", err)
+	}
+	ob, err := runOracleBurst(ctx, o, cl)
+	if err != nil {
+		return fmt.Errorf("oracle burst: %w", err)
+	}
+	b.oracle = ob.firstToNth
+	if b.floor, err = runFloorBurst(ctx, o, cl); err != nil {
+		return fmt.Errorf("floor burst: %w", err)
+	}
+	return nil
+}
+
 // sessionBurst: B0, then the operator, N one-shot Tasks at once, (when
 // idle) N cron Tasks not due, left alone for the idle window, then the
 // short runs (short.go).
@@ -144,18 +163,8 @@ func sessionBurst(ctx context.Context, o *options, rep int, withIdle bool) (b *b
 	}
 	defer cl.down(ctx, o)
 	b = &burstResult{}
-	b0, err := runB0(ctx, o, cl, true)
-	b.t0, b.tTasks, b.t1 = b0.t0, b0.tTasks, b0.t1
-	if err != nil {
-		return nil, nil, fmt.Errorf("B0: %w", err)
-	}
-	ob, err := runOracleBurst(ctx, o, cl)
-	if err != nil {
-		return nil, nil, fmt.Errorf("oracle burst: %w", err)
-	}
-	b.oracle = ob.firstToNth
-	if b.floor, err = runFloorBurst(ctx, o, cl); err != nil {
-		return nil, nil, fmt.Errorf("floor burst: %w", err)
+	if err := burstBaselines(ctx, o, cl, b); err != nil {
+		return nil, nil, err
 	}
 	if err := cl.ensureNamespace(ctx, benchNamespace); err != nil {
 		return nil, nil, err
