@@ -320,7 +320,7 @@ func TestOperatorWritesByTaskCountsATasksOwnWritesAndItsJobsByName(t *testing.T)
 }
 
 func TestTheTrackerCountsRunsFinishedAndCronJobsThatRecordedTheSlot(t *testing.T) {
-	tr := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}, cronJobs: map[string]cronJobTrack{}}
+	tr := newTracker()
 	slot := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC)
 	task := func(name string, results ...v1alpha1.RunResult) *v1alpha1.Task {
 		tk := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -363,7 +363,7 @@ func TestTheTrackerCountsRunsFinishedAndCronJobsThatRecordedTheSlot(t *testing.T
 // (status.queued) or a Job of it (admitted before the tracker saw it
 // wait); a Task with neither is not.
 func TestTheTrackerCountsTheTasksInLine(t *testing.T) {
-	tr := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}, cronJobs: map[string]cronJobTrack{}}
+	tr := newTracker()
 	waiting := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Name: "waiting"}}
 	waiting.Status.Queued = []v1alpha1.QueuedAttempt{{RunID: "once", Attempt: 1, JobName: "waiting-1"}}
 	tr.observe(waiting)

@@ -101,14 +101,7 @@ func (r cronResult) lifePerRun() float64 {
 // minutes then counts neither for nor against the operator); the one
 // before alone when only it ran; NaN without an oracle.
 func (r cronResult) oracleP99() float64 {
-	if len(r.oracleSkew) == 0 {
-		return math.NaN()
-	}
-	before := percentile(r.oracleSkew, 99)
-	if len(r.oracleSkewAfter) == 0 {
-		return before
-	}
-	return (before + percentile(r.oracleSkewAfter, 99)) / 2
+	return bracketMean(percentile(r.oracleSkew, 99), percentile(r.oracleSkewAfter, 99))
 }
 
 func (r cronResult) perRun() float64 { return ratio(r.writes.total(), float64(r.started)) }
@@ -242,9 +235,8 @@ func sessionCron(ctx context.Context, o *options, rep int, kind cronKind) (*cron
 // a cluster as the first slot met it (the operator stopped, its Tasks,
 // Jobs and pods deleted): the other side of the bracket.
 func oracleSlotAfter(ctx context.Context, o *options, cl *cluster, op *operator, kind cronKind, res *cronResult) error {
-	op.stop(o)
-	if err := cleanNamespace(ctx, o, cl, benchNamespace); err != nil {
-		return fmt.Errorf("cleaning up before the second oracle slot: %w", err)
+	if err := clearForOracle(ctx, o, cl, op); err != nil {
+		return err
 	}
 	var err error
 	if res.oracleSkewAfter, err = oracleCronSlot(ctx, o, cl, res.b0.t0); err != nil {

@@ -286,6 +286,17 @@ func runOraclePre(ctx context.Context, o *options, cl *cluster) (float64, error)
 // the operator's namespace, emptied before the operator runs).
 const oracleNamespace = "bench-oracle"
 
+// clearForOracle stops the operator and deletes its Tasks, Jobs and pods,
+// so that an oracle run after it meets the cluster as the one before it
+// did: the second side of a bracket.
+func clearForOracle(ctx context.Context, o *options, cl *cluster, op *operator) error {
+	op.stop(o)
+	if err := cleanNamespace(ctx, o, cl, benchNamespace); err != nil {
+		return fmt.Errorf("cleaning up before the second oracle run: %w", err)
+	}
+	return nil
+}
+
 // cleanNamespace deletes a namespace's Tasks (the finalizer policy gave
 // them a finalizer no operator removes here), Jobs and pods, and waits
 // until they are gone.

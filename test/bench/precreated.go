@@ -39,10 +39,7 @@ type precreatedResult struct {
 // bound is the oracle's time the operator is read against: the mean of
 // the runs before and after it, or the one before when only it ran.
 func (r *precreatedResult) bound() float64 {
-	if r.oracleAfter <= 0 {
-		return r.oracle
-	}
-	return (r.oracle + r.oracleAfter) / 2
+	return bracketMean(r.oracle, nonZero(r.oracleAfter))
 }
 
 // sessionPrecreated: B0, the oracle, then N one-shot Tasks with no
@@ -137,11 +134,8 @@ func sessionPrecreated(ctx context.Context, o *options, rep int) (*precreatedRes
 	if res.cost, err = jobCreateCost(cl.audit, benchNamespace, start, seen[n-1]); err != nil {
 		return nil, err
 	}
-	// The oracle again, on a cluster as the first one met it: no operator,
-	// no Tasks but its own.
-	op.stop(o)
-	if err := cleanNamespace(ctx, o, cl, benchNamespace); err != nil {
-		return nil, fmt.Errorf("cleaning up before the second oracle: %w", err)
+	if err := clearForOracle(ctx, o, cl, op); err != nil {
+		return nil, err
 	}
 	if res.oracleAfter, err = runOraclePre(ctx, o, cl); err != nil {
 		return nil, fmt.Errorf("oracle after the operator: %w", err)

@@ -428,16 +428,20 @@ func (rs *results) renderPrecreated(add adder) {
 			return rs.collect(func(r *repeatResult) float64 { return preVal(r, f) })
 		}
 		rat := pf(func(p *precreatedResult) float64 { return p.firstToNth / p.b0.t0 })
-		add("precreated", fmt.Sprintf("%d Tasks created first: operator start to %d-th Job", n, n), secs(pf(func(p *precreatedResult) float64 { return p.firstToNth })), "")
-		add("precreated", fmt.Sprintf("  baseline oracle-pre: its process start to its %d-th Job (the creates alone, same cluster, before the operator)", n), secs(pf(func(p *precreatedResult) float64 { return p.oracle })), "")
-		if after := pf(func(p *precreatedResult) float64 { return nonZero(p.oracleAfter) }); anyValue(after) {
+		op := pf(func(p *precreatedResult) float64 { return p.firstToNth })
+		add("precreated", fmt.Sprintf("%d Tasks created first: operator start to %d-th Job", n, n), secs(op), "")
+		before := pf(func(p *precreatedResult) float64 { return p.oracle })
+		add("precreated", fmt.Sprintf("  baseline oracle-pre: its process start to its %d-th Job (the creates alone, same cluster, before the operator)", n), secs(before), "")
+		after := pf(func(p *precreatedResult) float64 { return nonZero(p.oracleAfter) })
+		bracketed := anyValue(after)
+		if bracketed {
 			add("precreated", "  the same oracle after the operator (their mean is the bound)", secs(after), "")
-			add("precreated", "  oracle-pre after / before (context: how far the cluster moved around the operator)", spread(pf(func(p *precreatedResult) float64 { return ratio(nonZero(p.oracleAfter), p.oracle) }), "x"), "")
+			add("precreated", "  oracle-pre after / before (context: how far the cluster moved around the operator)", spread(ratios(after, before), "x"), "")
 		}
-		vsOracle := pf(func(p *precreatedResult) float64 { return ratio(p.firstToNth, p.bound()) })
+		vsOracle := ratios(op, pf((*precreatedResult).bound))
 		add("precreated", "  operator / oracle-pre, the mean of before and after (ratio, target <= 1.2)", spread(vsOracle, "x"), atMost(vsOracle, 1.2))
-		if after := pf(func(p *precreatedResult) float64 { return nonZero(p.oracleAfter) }); anyValue(after) {
-			add("precreated", "  (context) operator / oracle-pre before it alone", spread(pf(func(p *precreatedResult) float64 { return ratio(p.firstToNth, p.oracle) }), "x"), "")
+		if bracketed {
+			add("precreated", "  (context) operator / oracle-pre before it alone", spread(ratios(op, before), "x"), "")
 		}
 		add("precreated", fmt.Sprintf("  operator start to %d-th Job / T0 (context)", n), spread(rat, "x T0"), "")
 		add("precreated", fmt.Sprintf("operator start to %d-th Task Ready", n), secs(pf(func(p *precreatedResult) float64 { return p.ready })), "")
@@ -545,16 +549,17 @@ func (rs *results) renderCronStarts(add adder, sec cronSection) {
 		}
 		if before := oracleP99(func(c *cronResult) []float64 { return c.oracleSkew }); anyValue(before) {
 			add(sec.scen, "  skew slot to Job p99, oracle-cron (the slot's creates alone, same cluster, minutes before the operator)", spread(before, "s"), "")
-			if after := oracleP99(func(c *cronResult) []float64 { return c.oracleSkewAfter }); anyValue(after) {
+			after := oracleP99(func(c *cronResult) []float64 { return c.oracleSkewAfter })
+			bracketed := anyValue(after)
+			if bracketed {
 				add(sec.scen, "  the same oracle's slot after the operator's (their mean is the bound)", spread(after, "s"), "")
 				add(sec.scen, "  oracle-cron p99 after / before (context: how far the cluster moved around the operator)", spread(ratios(after, before), "x"), "")
 			}
-			vs := rs.cronValues(sec.opKind, func(c *cronResult) float64 { return ratio(percentile(c.skew, 99), c.oracleP99()) })
+			opP99 := rs.cronValues(sec.opKind, func(c *cronResult) float64 { return percentile(c.skew, 99) })
+			vs := ratios(opP99, rs.cronValues(sec.opKind, (*cronResult).oracleP99))
 			add(sec.scen, "operator p99 skew / oracle-cron p99 skew, the mean of before and after, same cluster (ratio, target <= 1.1)", spread(vs, "x"), atMost(vs, 1.1))
-			if after := oracleP99(func(c *cronResult) []float64 { return c.oracleSkewAfter }); anyValue(after) {
-				add(sec.scen, "  (context) operator p99 skew / the oracle slot's before it alone", spread(rs.cronValues(sec.opKind, func(c *cronResult) float64 {
-					return ratio(percentile(c.skew, 99), percentile(c.oracleSkew, 99))
-				}), "x"), "")
+			if bracketed {
+				add(sec.scen, "  (context) operator p99 skew / the oracle slot's before it alone", spread(ratios(opP99, before), "x"), "")
 			}
 		}
 		if apart := rs.cronSkew("oracle", 99); anyValue(apart) {

@@ -106,6 +106,16 @@ func spreadWith(xs []float64, unit string, fmtNum func(float64) string) string {
 	return fmt.Sprintf("%s%s [%s-%s]", fmtNum(m), unit, fmtNum(lo), fmtNum(hi))
 }
 
+// bracketMean is the bound of a run measured between two runs of its
+// oracle on one cluster: their mean, or before alone when after is NaN
+// (not run).
+func bracketMean(before, after float64) float64 {
+	if math.IsNaN(after) {
+		return before
+	}
+	return (before + after) / 2
+}
+
 // nonZero is x, or NaN when x is 0: a figure a repeat did not measure
 // (a duration it never took).
 func nonZero(x float64) float64 {

@@ -61,7 +61,10 @@ type tracker struct {
 	// first listed it.
 	admitted map[string]time.Time
 	cronJobs map[string]cronJobTrack
-	stop     context.CancelFunc
+	// inLine holds the Tasks seen waiting in their queue's line
+	// (status.queued) or with a Job (lined).
+	inLine map[string]bool
+	stop   context.CancelFunc
 	// onComplete, when set, is called (under the tracker's lock) each time
 	// a Job is first seen complete: a closed-loop load generator's signal.
 	onComplete func()
@@ -90,7 +93,7 @@ func startTrackerIn(ctx context.Context, cl *cluster, namespaces []string, withT
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}, cronJobs: map[string]cronJobTrack{}}
+	t := newTracker()
 	objs := []client.Object{&batchv1.Job{}}
 	if withTasks {
 		objs = append(objs, &v1alpha1.Task{}, &v1alpha1.TaskQueue{})
@@ -121,6 +124,10 @@ func startTrackerIn(ctx context.Context, cl *cluster, namespaces []string, withT
 	return t, nil
 }
 
+func newTracker() *tracker {
+	return &tracker{tasks: map[string]*taskTrack{}, jobs: map[string]*jobTrack{}, admitted: map[string]time.Time{}, cronJobs: map[string]cronJobTrack{}, inLine: map[string]bool{}}
+}
+
 func (t *tracker) observe(o any) {
 	now := time.Now()
 	t.mu.Lock()
@@ -143,6 +150,7 @@ func (t *tracker) observe(o any) {
 		}
 		if tt.queued.IsZero() && len(obj.Status.Queued) > 0 {
 			tt.queued = now
+			t.inLine[obj.Name] = true
 		}
 		tt.priority = obj.Spec.Priority
 		if tt.next.IsZero() && obj.Status.NextScheduleTime != nil {
@@ -178,6 +186,9 @@ func (t *tracker) observe(o any) {
 		jt := t.jobs[obj.Name]
 		if jt == nil {
 			jt = &jobTrack{seen: now, task: obj.Labels[v1alpha1.LabelTask], run: obj.Labels[v1alpha1.LabelRun]}
+			if jt.task != "" {
+				t.inLine[jt.task] = true
+			}
 			for _, ref := range obj.OwnerReferences {
 				if ref.Kind == "CronJob" {
 					jt.cronJob = ref.Name
@@ -230,17 +241,7 @@ func (t *tracker) counts() (tasks, ready, scheduled, jobs, complete int) {
 func (t *tracker) lined() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	withJob := map[string]bool{}
-	for _, jt := range t.jobs {
-		withJob[jt.task] = true
-	}
-	n := 0
-	for name, tt := range t.tasks {
-		if !tt.queued.IsZero() || withJob[name] {
-			n++
-		}
-	}
-	return n
+	return len(t.inLine)
 }
 
 // runsFinished counts the Tasks whose status.history shows run runID
