@@ -193,8 +193,8 @@ func runUnqueued(ctx context.Context, o *options, cl *cluster, ns string, n, par
 
 // runQueued: one queue of res.parallel in namespace ns, res.n Tasks
 // created at once; it fills res (all but unqueued). The queue's passes are
-// measured right after the last create, for passWindowLength. label names
-// the saved profiles.
+// measured once every Task is in line, for passWindowLength
+// (passesInLine). label names the saved profiles.
 func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns string, res *queueResult, label string) error {
 	n := res.n
 	if err := cl.ensureNamespace(ctx, ns); err != nil {
@@ -226,15 +226,14 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 	if err != nil {
 		return err
 	}
-	// The pass window: every Task exists; the first places turn over.
-	_, _, _, _, done := tr.counts()
-	res.waitingFrom = max(n-res.parallel-done, 0)
-	window, err := measurePasses(ctx, o, cl, op, label)
-	if err != nil {
-		return err
+	// A whole line's passes are measured once it is in line; a long
+	// line's in its second window (measureSteady).
+	var window passWindow
+	if res.steady.n == 0 {
+		if window, err = passesInLine(ctx, o, cl, op, tr, res, label); err != nil {
+			return err
+		}
 	}
-	_, _, _, _, done = tr.counts()
-	res.waitingTo = max(n-res.parallel-done, 0)
 	until := n
 	if res.until > 0 {
 		until = min(res.until, n)
@@ -244,7 +243,7 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 	}
 	res.queued = float64(until) / time.Since(start).Seconds()
 	if res.steady.n > 0 && until < n {
-		if err := measureSteady(ctx, o, tr, start, res); err != nil {
+		if window, err = measureSteady(ctx, o, cl, op, tr, start, res, label); err != nil {
 			return err
 		}
 	}
@@ -292,24 +291,58 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 }
 
 // measureSteady measures a long line's second window (res.steady): it
-// waits until every Task is in line, then for res.steady.n more
-// completions.
-func measureSteady(ctx context.Context, o *options, tr *tracker, start time.Time, res *queueResult) error {
+// waits until every Task is in line, captures the queue's passes at its
+// start (passWindowLength, inside the window), then waits for
+// res.steady.n completions from its start.
+func measureSteady(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, start time.Time, res *queueResult, label string) (passWindow, error) {
 	n, w := res.n, &res.steady
-	if err := poll(ctx, o.timeout(10*time.Minute), 50*time.Millisecond, func() (bool, error) { return tr.lined() >= n, nil }); err != nil {
-		return fmt.Errorf("waiting for all %d Tasks in line: %w (%d are)", n, err, tr.lined())
+	if err := waitInLine(ctx, o, tr, n); err != nil {
+		return passWindow{}, err
 	}
 	w.from = time.Now()
 	w.lineWritten = w.from.Sub(start).Seconds()
 	_, _, _, _, done := tr.counts()
 	w.waiting = max(n-res.parallel-done, 0)
+	window, err := passesInLine(ctx, o, cl, op, tr, res, label)
+	if err != nil {
+		return window, err
+	}
 	want := min(done+w.n, n)
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete (every Task in line)", want), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= want }); err != nil {
-		return err
+		return window, err
 	}
 	w.to = time.Now()
 	w.queued = float64(want-done) / w.to.Sub(w.from).Seconds()
+	return window, nil
+}
+
+// waitInLine waits until the tracker has seen all n Tasks in line.
+func waitInLine(ctx context.Context, o *options, tr *tracker, n int) error {
+	if err := poll(ctx, o.timeout(10*time.Minute), 50*time.Millisecond, func() (bool, error) { return tr.lined() >= n, nil }); err != nil {
+		return fmt.Errorf("waiting for all %d Tasks in line: %w (%d are)", n, err, tr.lined())
+	}
 	return nil
+}
+
+// passesInLine captures the queue's passes (measurePasses) once every
+// Task of the line is in line, so that what a pass costs is read at the
+// line's length and not beside the writes that put it in line (one per
+// Task, which a long line sends for minutes: steadyWindow); it sets
+// res.waitingFrom and res.waitingTo, the Tasks waiting at the window's
+// ends.
+func passesInLine(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, res *queueResult, label string) (passWindow, error) {
+	if err := waitInLine(ctx, o, tr, res.n); err != nil {
+		return passWindow{}, err
+	}
+	_, _, _, _, done := tr.counts()
+	res.waitingFrom = max(res.n-res.parallel-done, 0)
+	window, err := measurePasses(ctx, o, cl, op, label)
+	if err != nil {
+		return window, err
+	}
+	_, _, _, _, done = tr.counts()
+	res.waitingTo = max(res.n-res.parallel-done, 0)
+	return window, nil
 }
 
 // admissionsBetween are the admission latencies (activeAndAdmission) of
