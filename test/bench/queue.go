@@ -291,9 +291,9 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 }
 
 // measureSteady measures a long line's second window (res.steady): it
-// waits until every Task is in line, captures the queue's passes at its
-// start (passWindowLength, inside the window), then waits for
-// res.steady.n completions from its start.
+// waits until every Task is in line, then for res.steady.n completions;
+// then it captures the queue's passes (passesInLine), after the window:
+// the CPU profile it takes is not in the admissions the window times.
 func measureSteady(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, start time.Time, res *queueResult, label string) (passWindow, error) {
 	n, w := res.n, &res.steady
 	if err := waitInLine(ctx, o, tr, n); err != nil {
@@ -303,17 +303,13 @@ func measureSteady(ctx context.Context, o *options, cl *cluster, op *operator, t
 	w.lineWritten = w.from.Sub(start).Seconds()
 	_, _, _, _, done := tr.counts()
 	w.waiting = max(n-res.parallel-done, 0)
-	window, err := passesInLine(ctx, o, cl, op, tr, res, label)
-	if err != nil {
-		return window, err
-	}
 	want := min(done+w.n, n)
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete (every Task in line)", want), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= want }); err != nil {
-		return window, err
+		return passWindow{}, err
 	}
 	w.to = time.Now()
 	w.queued = float64(want-done) / w.to.Sub(w.from).Seconds()
-	return window, nil
+	return passesInLine(ctx, o, cl, op, tr, res, label)
 }
 
 // waitInLine waits until the tracker has seen all n Tasks in line.

@@ -57,9 +57,11 @@ const (
 	scaleShards = 10
 	// scaleQueueParallel is the maxRunning of the queues compared in step 3.
 	scaleQueueParallel = 100
-	// scaleSmallQueue: Tasks of the short line (about 300 to 100 waiting in
-	// the measured window).
-	scaleSmallQueue = 400
+	// scaleSmallQueue: Tasks of the short line. Its passes are measured
+	// once every Task is in line (passesInLine): on this machine its
+	// places in line are written at about 30 a second while 10 attempts a
+	// second complete, so about 300 are still waiting then.
+	scaleSmallQueue = 600
 	// scaleFreeAttempts: attempts of the un-queued closed loop (its rate
 	// is steady after a few hundred).
 	scaleFreeAttempts = 2000
