@@ -227,7 +227,7 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		return err
 	}
 	// A whole line's passes are measured once it is in line; a long
-	// line's in its second window (measureSteady).
+	// line's after its second window (measureSteady).
 	var window passWindow
 	if res.steady.n == 0 {
 		if window, err = passesInLine(ctx, o, cl, op, tr, res, label); err != nil {
