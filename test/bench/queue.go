@@ -226,24 +226,28 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 	if err != nil {
 		return err
 	}
-	// A whole line's passes are measured once it is in line; a long
-	// line's after its second window (measureSteady).
-	var window passWindow
-	if res.steady.n == 0 {
-		if window, err = passesInLine(ctx, o, cl, op, tr, res, label); err != nil {
-			return err
-		}
-	}
 	until := n
 	if res.until > 0 {
 		until = min(res.until, n)
+	}
+	// A line's passes are measured once it is in line; a long line's
+	// after its second window (measureSteady), whose admissions are timed.
+	twoWindows := res.steady.n > 0 && until < n
+	var window passWindow
+	if !twoWindows {
+		if window, err = passesInLine(ctx, o, cl, op, tr, res, label); err != nil {
+			return err
+		}
 	}
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete", until), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= until }); err != nil {
 		return err
 	}
 	res.queued = float64(until) / time.Since(start).Seconds()
-	if res.steady.n > 0 && until < n {
-		if window, err = measureSteady(ctx, o, cl, op, tr, start, res, label); err != nil {
+	if twoWindows {
+		if err := measureSteady(ctx, o, tr, start, res); err != nil {
+			return err
+		}
+		if window, err = passesInLine(ctx, o, cl, op, tr, res, label); err != nil {
 			return err
 		}
 	}
@@ -291,25 +295,31 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 }
 
 // measureSteady measures a long line's second window (res.steady): it
-// waits until every Task is in line, then for res.steady.n completions;
-// then it captures the queue's passes (passesInLine), after the window:
-// the CPU profile it takes is not in the admissions the window times.
-func measureSteady(ctx context.Context, o *options, cl *cluster, op *operator, tr *tracker, start time.Time, res *queueResult, label string) (passWindow, error) {
+// waits until every Task is in line, then for res.steady.n more
+// completions.
+func measureSteady(ctx context.Context, o *options, tr *tracker, start time.Time, res *queueResult) error {
 	n, w := res.n, &res.steady
 	if err := waitInLine(ctx, o, tr, n); err != nil {
-		return passWindow{}, err
+		return err
 	}
 	w.from = time.Now()
 	w.lineWritten = w.from.Sub(start).Seconds()
 	_, _, _, _, done := tr.counts()
-	w.waiting = max(n-res.parallel-done, 0)
+	w.waiting = res.waitingNow(tr)
 	want := min(done+w.n, n)
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete (every Task in line)", want), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= want }); err != nil {
-		return passWindow{}, err
+		return err
 	}
 	w.to = time.Now()
 	w.queued = float64(want-done) / w.to.Sub(w.from).Seconds()
-	return passesInLine(ctx, o, cl, op, tr, res, label)
+	return nil
+}
+
+// waitingNow is how many of the line's Tasks wait now: neither running
+// (at most res.parallel) nor complete.
+func (q *queueResult) waitingNow(tr *tracker) int {
+	_, _, _, _, done := tr.counts()
+	return max(q.n-q.parallel-done, 0)
 }
 
 // waitInLine waits until the tracker has seen all n Tasks in line.
@@ -330,14 +340,12 @@ func passesInLine(ctx context.Context, o *options, cl *cluster, op *operator, tr
 	if err := waitInLine(ctx, o, tr, res.n); err != nil {
 		return passWindow{}, err
 	}
-	_, _, _, _, done := tr.counts()
-	res.waitingFrom = max(res.n-res.parallel-done, 0)
+	res.waitingFrom = res.waitingNow(tr)
 	window, err := measurePasses(ctx, o, cl, op, label)
 	if err != nil {
 		return window, err
 	}
-	_, _, _, _, done = tr.counts()
-	res.waitingTo = max(res.n-res.parallel-done, 0)
+	res.waitingTo = res.waitingNow(tr)
 	return window, nil
 }
 
