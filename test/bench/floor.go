@@ -77,26 +77,32 @@ const (
 
 // floor is a running floor process's state.
 type floor struct {
-	ns     string
 	cached client.Client // reads from the cache, writes to the API server
 	direct client.Reader // reads from the API server (pods), as the operator's APIReader
-	q      priorityqueue.PriorityQueue[string]
+	q      priorityqueue.PriorityQueue[types.NamespacedName]
 
 	mu      sync.Mutex
-	written map[string]int // Task name: 1 once its start is recorded, 2 once its end is
+	written map[types.NamespacedName]int // by Task: 1 once its start is recorded, 2 once its end is
 	// rv is, by Task name, the resource version its last status write
 	// returned: a cached Task at another one is behind that write, and
 	// its Task's update event brings the pass again once it is not (a
 	// patch from it would only be refused with a 409).
-	rv      map[string]string
+	rv      map[types.NamespacedName]string
 	ended   int
 	patches int // status patches sent, refused ones (409) included
 	n       int
 	done    chan struct{}
+	// split, cpu0, cpuSplit: with split > 0, cpuSplit is its CPU from
+	// cpu0 (its "ready") to its split-th end (the scale scenario's first
+	// phase; its second is from there to the n-th).
+	split          int
+	cpu0, cpuSplit float64
 }
 
 // floorMain runs the floor until n Tasks have their end recorded, then
-// prints "cpu <seconds>" (its CPU since it printed "ready").
+// prints "cpu <seconds>" (its CPU since it printed "ready"), and with a
+// split "cpu-split <seconds>" (its CPU from "ready" to the split-th end).
+// a.namespace may name several namespaces, comma-separated.
 func floorMain(cfg *rest.Config, a oracleArgs) error {
 	if _, set := syscall.Getenv("GOGC"); !set {
 		debug.SetGCPercent(floorGCPercent)
@@ -105,7 +111,10 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	cfg.QPS, cfg.UserAgent = -1, floorUserAgent
 	opts := reconciler.CacheOptions(false)
 	opts.Scheme = scheme
-	opts.DefaultNamespaces = map[string]cache.Config{a.namespace: {}}
+	opts.DefaultNamespaces = map[string]cache.Config{}
+	for ns := range strings.SplitSeq(a.namespace, ",") {
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
 	ca, err := cache.New(cfg, opts)
 	if err != nil {
 		return err
@@ -121,22 +130,22 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := &floor{
-		ns: a.namespace, cached: cached, direct: direct, n: a.n, written: map[string]int{}, rv: map[string]string{}, done: make(chan struct{}),
-		q: priorityqueue.New[string]("floor"),
+		cached: cached, direct: direct, n: a.n, split: a.split, written: map[types.NamespacedName]int{}, rv: map[types.NamespacedName]string{}, done: make(chan struct{}),
+		q: priorityqueue.New[types.NamespacedName]("floor"),
 	}
 	// The operator's order (fastpath's priorities): a new Task's Job
 	// before any record, a finished Job's record before a start's.
-	enqueue := func(name string, prio int) {
-		f.q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, name)
+	enqueue := func(key types.NamespacedName, prio int) {
+		f.q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(prio)}, key)
 	}
 	enqueueTask := func(o any, prio int) {
 		if t, ok := o.(*v1alpha1.Task); ok {
-			enqueue(t.Name, prio)
+			enqueue(types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, prio)
 		}
 	}
 	enqueueJob := func(o any, prio int) {
 		if j, ok := o.(*batchv1.Job); ok && j.Labels[v1alpha1.LabelTask] != "" {
-			enqueue(j.Labels[v1alpha1.LabelTask], prio)
+			enqueue(types.NamespacedName{Namespace: j.Namespace, Name: j.Labels[v1alpha1.LabelTask]}, prio)
 		}
 	}
 	// The operator's indexes: its Jobs are listed by their Task's UID.
@@ -174,6 +183,7 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	heap0 := liveHeap()
 	rss0 := selfRSS()
 	cpu0 := selfCPU()
+	f.cpu0 = cpu0
 	fmt.Println("ready")
 	for range a.workers {
 		go f.work(ctx)
@@ -182,46 +192,49 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	f.q.ShutDown()
 	cpu := selfCPU() - cpu0
 	f.mu.Lock()
-	patches := f.patches
+	patches, cpuSplit := f.patches, f.cpuSplit
 	f.mu.Unlock()
 	// Its caches now hold the N finished Tasks and their Jobs, as the
 	// operator's do at N in the memory session.
 	heap := liveHeap() - heap0
 	fmt.Printf("cpu %.3f\npatches %d\nheap %d\nrss %d\n", cpu, patches, heap, selfRSS()-rss0)
+	if f.split > 0 {
+		fmt.Printf("cpu-split %.3f\n", cpuSplit)
+	}
 	return nil
 }
 
 func (f *floor) work(ctx context.Context) {
 	for {
-		name, quit := f.q.Get()
+		key, quit := f.q.Get()
 		if quit {
 			return
 		}
-		if err := f.pass(ctx, name); err != nil {
-			f.q.AddRateLimited(name)
+		if err := f.pass(ctx, key); err != nil {
+			f.q.AddRateLimited(key)
 		} else {
-			f.q.Forget(name)
+			f.q.Forget(key)
 		}
-		f.q.Done(name)
+		f.q.Done(key)
 	}
 }
 
 // pass creates the Task's Job, or records its start or end.
-func (f *floor) pass(ctx context.Context, name string) error {
+func (f *floor) pass(ctx context.Context, key types.NamespacedName) error {
 	f.mu.Lock()
-	w, rv := f.written[name], f.rv[name]
+	w, rv := f.written[key], f.rv[key]
 	f.mu.Unlock()
 	if w == 2 {
 		return nil
 	}
 	var task v1alpha1.Task
-	if err := f.cached.Get(ctx, types.NamespacedName{Namespace: f.ns, Name: name}, &task); err != nil {
+	if err := f.cached.Get(ctx, key, &task); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if w > 0 && task.ResourceVersion != rv {
 		return nil
 	}
-	owned, err := index.OwnedBy(ctx, f.cached, f.ns, string(task.UID))
+	owned, err := index.OwnedBy(ctx, f.cached, key.Namespace, string(task.UID))
 	if err != nil {
 		return err
 	}
@@ -244,7 +257,7 @@ func (f *floor) pass(ctx context.Context, name string) error {
 	switch {
 	case a.Phase == runs.Succeeded || a.Phase == runs.Failed:
 		var pods corev1.PodList
-		if err := f.direct.List(ctx, &pods, client.InNamespace(f.ns), client.MatchingLabels{batchv1.JobNameLabel: a.JobName, v1alpha1.LabelTask: name}); err != nil {
+		if err := f.direct.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{batchv1.JobNameLabel: a.JobName, v1alpha1.LabelTask: key.Name}); err != nil {
 			return err
 		}
 		in.Outputs = map[string]status.Output{a.JobName: floorOutput(pods.Items)}
@@ -253,7 +266,7 @@ func (f *floor) pass(ctx context.Context, name string) error {
 		// The start is recorded when the operator records it: a pass
 		// before then comes back at that moment (the operator's wake-up).
 		if at := plan.RecordStartAt(rs, in.Now, fastpath.RecordStartDelay); !at.IsZero() {
-			f.q.AddWithOpts(priorityqueue.AddOpts{After: at.Sub(in.Now), Priority: ptr.To(fastpath.RecordPriority)}, name)
+			f.q.AddWithOpts(priorityqueue.AddOpts{After: at.Sub(in.Now), Priority: ptr.To(fastpath.RecordPriority)}, key)
 			return nil
 		}
 		w = 1
@@ -265,9 +278,12 @@ func (f *floor) pass(ctx context.Context, name string) error {
 		return err
 	}
 	f.mu.Lock()
-	f.written[name], f.rv[name] = w, rv
+	f.written[key], f.rv[key] = w, rv
 	if w == 2 {
 		f.ended++
+		if f.ended == f.split {
+			f.cpuSplit = selfCPU() - f.cpu0
+		}
 		if f.ended == f.n {
 			close(f.done)
 		}
@@ -350,6 +366,10 @@ func selfRSS() int64 {
 // tracker sees the operator's (s).
 type floorResult struct{ cpu, heap, rss, patches, firstToNth, taskToJobP99 float64 }
 
+// scaleFloor is the floor of the scale scenario's CPU rows: the floor's
+// CPU-s per 1000 Tasks over the first burst and over the next.
+type scaleFloor struct{ first, next float64 }
+
 // parseFloor reads the "cpu", "heap", "rss" and "patches" lines a floor
 // process printed.
 func parseFloor(out string) (floorResult, error) {
@@ -371,6 +391,16 @@ func parseFloor(out string) (floorResult, error) {
 		}
 	}
 	return floorResult{cpu: got["cpu"], heap: got["heap"], rss: got["rss"], patches: got["patches"]}, nil
+}
+
+// parseFloorSplit reads the "cpu-split" line of a floor run with a split.
+func parseFloorSplit(out string) (float64, error) {
+	for line := range strings.Lines(out) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cpu-split "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("the floor printed no cpu-split figure: %q", out)
 }
 
 // floorNamespace is where the floor works (emptied before the operator's
@@ -424,4 +454,90 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 	o.logf("floor burst: %d Tasks to their end in %.2f s, %d-th Job after %.2f s, Task->Job p50 %.3f s p99 %.3f s: %.2f CPU-s (%.2f per 1000 Tasks), %.0f status patches, live heap +%.2f MiB and RSS +%.2f MiB (%.2f and %.2f per 1000 Tasks)",
 		o.n, time.Since(p.started).Seconds(), o.n, perK.firstToNth, percentile(t2j, 50), perK.taskToJobP99, fr.cpu, perK.cpu, fr.patches, fr.heap/mib, fr.rss/mib, perK.heap, perK.rss)
 	return perK, cleanNamespace(ctx, o, cl, floorNamespace)
+}
+
+// scaleFloorNamespaceOf is the namespace of the scale floor's Task i,
+// sharded as the operator's (scaleNamespaceOf).
+func scaleFloorNamespaceOf(i int) string { return fmt.Sprintf("bench-scale-floor-%d", i%scaleShards) }
+
+// runFloorScale is the scale scenario's floor (its step "floor", before
+// the operator starts): the floor process over the namespaces of
+// scaleFloorNamespaceOf, given the scale's two bursts as the operator is
+// (N/10 one-shot Tasks, every one Ready, then the other 9N/10), so that
+// the operator's CPU per 1000 Tasks in each phase has a floor measured on
+// the same cluster in the same run. It then empties its namespaces and
+// waits for a quiet API server, so the operator starts on the cluster it
+// would have had without it.
+func runFloorScale(ctx context.Context, o *options, cl *cluster) (*scaleFloor, error) {
+	n := o.n
+	first := max(n/10, 1)
+	var nss []string
+	for i := range min(scaleShards, n) {
+		ns := scaleFloorNamespaceOf(i)
+		if err := cl.ensureNamespace(ctx, ns); err != nil {
+			return nil, err
+		}
+		nss = append(nss, ns)
+	}
+	if err := waitQuiet(ctx, o, cl, "the scale floor"); err != nil {
+		return nil, err
+	}
+	p, err := startOracle(ctx, o, cl, oracleArgs{namespace: strings.Join(nss, ","), mode: oracleFloor, n: n, split: first})
+	if err != nil {
+		return nil, err
+	}
+	tr, err := startTrackerIn(ctx, cl, nss, true)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+	burst := func(base, add int) error {
+		if _, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
+			t := oneShotTask(scaleFloorNamespaceOf(base+i), fmt.Sprintf("one-%05d", base+i))
+			t.Spec.StartTimeoutSeconds = ptr.To[int32](scaleStartTimeout)
+			return t
+		}); err != nil {
+			return err
+		}
+		want := base + add
+		return tr.waitFor(ctx, o, fmt.Sprintf("the floor's %d Tasks Ready", want), o.timeout(15*time.Minute), func(_, ready, _, _, _ int) bool { return ready >= want })
+	}
+	if err := burst(0, first); err != nil {
+		return nil, err
+	}
+	if n > first {
+		if err := burst(first, n-first); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.wait(); err != nil {
+		return nil, err
+	}
+	fr, err := parseFloor(p.stdout.String())
+	if err != nil {
+		return nil, err
+	}
+	split, err := parseFloorSplit(p.stdout.String())
+	if err != nil {
+		return nil, err
+	}
+	res := &scaleFloor{first: split / (float64(first) / 1000), next: math.NaN()}
+	if n > first {
+		res.next = (fr.cpu - split) / (float64(n-first) / 1000)
+	}
+	o.logf("scale floor: %d Tasks then %d to their end in %.0f s: %.2f CPU-s per 1000 Tasks over the first, %.2f over the next (%.0f status patches)",
+		first, n-first, time.Since(p.started).Seconds(), res.first, res.next, fr.patches)
+	errs := make(chan error, len(nss))
+	for _, ns := range nss {
+		go func() { errs <- cleanNamespace(ctx, o, cl, ns) }()
+	}
+	for range nss {
+		if e := <-errs; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, waitQuiet(ctx, o, cl, "the scale bursts")
 }

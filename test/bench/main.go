@@ -156,6 +156,7 @@ func parseOptions() (*options, error) {
 	flag.StringVar(&o.oracle.kubeconfig, "oracle-kubeconfig", "", "internal: the oracle's kubeconfig")
 	flag.StringVar(&mode, "oracle-mode", string(oracleBurst), "internal: the oracle's mode (burst, pre, cron, floor)")
 	flag.Int64Var(&oracleSlot, "oracle-slot", 0, "internal: the cron oracle's slot (Unix seconds)")
+	flag.IntVar(&o.oracle.split, "oracle-split", 0, "internal: the floor also reports its CPU at this many ends")
 	flag.StringVar(&opArgs, "operator-args", "", "extra manager flags for every operator run, space separated (experiments, e.g. --max-concurrent-reconciles=16)")
 	flag.StringVar(&o.operatorSource, "operator-source", "", "build the operator from this checkout instead of this repository (e.g. a git worktree of an older commit, to measure before and after with the same benchmark)")
 	flag.StringVar(&o.out, "out", "", "also write the table to this file (default WORK_DIR/results.txt)")

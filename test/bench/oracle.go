@@ -55,6 +55,7 @@ type oracleArgs struct {
 	mode                  oracleMode
 	n, workers            int
 	slot                  time.Time // cron: the slot
+	split                 int       // floor: report its CPU at this many ends too (0: no)
 }
 
 // oracleMain runs an oracle until it has created n Jobs; it prints
@@ -162,6 +163,9 @@ func startOracle(ctx context.Context, o *options, cl *cluster, a oracleArgs) (*o
 		"-n", fmt.Sprint(a.n), "-workers", fmt.Sprint(o.workers)}
 	if !a.slot.IsZero() {
 		args = append(args, "-oracle-slot", fmt.Sprint(a.slot.Unix()))
+	}
+	if a.split > 0 {
+		args = append(args, "-oracle-split", fmt.Sprint(a.split))
 	}
 	p := &oracleProcess{cmd: exec.CommandContext(ctx, self, args...), stderr: &strings.Builder{}, stdout: &strings.Builder{}, copied: make(chan struct{})}
 	stdout, err := p.cmd.StdoutPipe()

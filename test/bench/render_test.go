@@ -91,6 +91,21 @@ func TestParseFloor(t *testing.T) {
 	}
 }
 
+// A floor run with a split prints its CPU at the split too (the scale
+// scenario's first burst); parseFloor reads past that line.
+func TestParseFloorSplit(t *testing.T) {
+	out := "cpu 61.5\npatches 20000\nheap 9437184\nrss 16777216\ncpu-split 6.25\n"
+	if got, err := parseFloorSplit(out); err != nil || got != 6.25 {
+		t.Fatalf("parseFloorSplit = %v, %v", got, err)
+	}
+	if _, err := parseFloor(out); err != nil {
+		t.Fatalf("parseFloor with a split: %v", err)
+	}
+	if _, err := parseFloorSplit("cpu 61.5\n"); err == nil {
+		t.Fatal("parseFloorSplit without the line: no error")
+	}
+}
+
 // The floor's first Task to N-th Job is read over the oracle's when the
 // audit log gave it, and left out when it did not (NaN).
 func TestTheFloorsArrivalRowNeedsItsAuditFigure(t *testing.T) {

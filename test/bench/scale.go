@@ -21,6 +21,9 @@ import (
 // -n 10000; not part of "all"): one cluster and one operator carrying N
 // Tasks, asked what grows with N.
 //
+//  0. The floor (floor.go) given step 1's two bursts before the operator
+//     starts, in namespaces of its own: the CPU per 1000 Tasks that the
+//     operator's traffic alone costs in each phase.
 //  1. One-shot bursts: N/10 Tasks, then the other 9N/10: writes per Task,
 //     CPU and memory per 1000 Tasks in each phase (the second must cost
 //     what the first did).
@@ -40,13 +43,14 @@ import (
 
 // The steps of the scale scenario (-scale-steps).
 const (
+	scaleStepFloor   = "floor"
 	scaleStepBursts  = "bursts"
 	scaleStepRestart = "restart"
 	scaleStepQueues  = "queues"
 	scaleStepWide    = "wide"
 )
 
-var allScaleSteps = []string{scaleStepBursts, scaleStepRestart, scaleStepQueues, scaleStepWide}
+var allScaleSteps = []string{scaleStepFloor, scaleStepBursts, scaleStepRestart, scaleStepQueues, scaleStepWide}
 
 const (
 	// scaleShards: the one-shot and cron Tasks are spread over this many
@@ -88,6 +92,7 @@ type scalePhase struct {
 
 type scaleResult struct {
 	n      int
+	floor  *scaleFloor // step 0, nil when not run
 	phases []scalePhase
 	// restart (step 2)
 	restartTasks     int
@@ -110,6 +115,13 @@ func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error
 		return nil, err
 	}
 	defer cl.down(ctx, o)
+	res := &scaleResult{n: n}
+	// 0. The floor, before the operator watches the cluster.
+	if o.scaleSteps[scaleStepFloor] {
+		if res.floor, err = runFloorScale(ctx, o, cl); err != nil {
+			return nil, fmt.Errorf("scale floor: %w", err)
+		}
+	}
 	for _, ns := range scaleNamespaces() {
 		if err := cl.ensureNamespace(ctx, ns); err != nil {
 			return nil, err
@@ -125,7 +137,6 @@ func sessionScale(ctx context.Context, o *options, rep int) (*scaleResult, error
 		return nil, err
 	}
 	defer tr.close()
-	res := &scaleResult{n: n}
 
 	// 1. Two one-shot bursts.
 	if o.scaleSteps[scaleStepBursts] {
@@ -413,6 +424,35 @@ func (r *scaleResult) summary() string {
 	return s
 }
 
+// renderScaleFloor adds the rows of step 0's floor under the CPU rows
+// (op and grow: the operator's CPU per 1000 over the next b Tasks, and its
+// next / first).
+func (rs *results) renderScaleFloor(add adder, sf func(func(*scaleResult) float64) []float64, op, grow []float64, a, b int) {
+	fl := func(f func(*scaleFloor) float64) func(*scaleResult) float64 {
+		return func(r *scaleResult) float64 {
+			if r.floor == nil {
+				return math.NaN()
+			}
+			return f(r.floor)
+		}
+	}
+	first, next := sf(fl(func(f *scaleFloor) float64 { return f.first })), sf(fl(func(f *scaleFloor) float64 { return f.next }))
+	if !anyValue(next) {
+		return
+	}
+	const scen = "scale"
+	add(scen, fmt.Sprintf("  floor: a program making the operator's traffic alone (watches, Job create, 2 status patches, pod list), per 1000 Tasks, the first %d / the next %d", a, b),
+		spread(first, "CPU-s")+" / "+spread(next, "CPU-s"), floorVerdict(next, op, 5))
+	add(scen, "  operator / floor, the next (ratio: the operator's own work)", spread(sf(func(r *scaleResult) float64 {
+		if r.floor == nil || len(r.phases) < 2 {
+			return math.NaN()
+		}
+		return ratio(r.phases[1].cpu/float64(r.phases[1].tasks)*1000, r.floor.next)
+	}), "x"), "")
+	fgrow := sf(fl(func(f *scaleFloor) float64 { return ratio(f.next, f.first) }))
+	add(scen, "  floor's next / first (what the cluster's growth costs the traffic alone)", spread(fgrow, "x"), floorVerdict(fgrow, grow, 1.1))
+}
+
 // renderScale adds the scale scenario's rows.
 func (rs *results) renderScale(add adder) {
 	sf := func(f func(*scaleResult) float64) []float64 {
@@ -457,6 +497,9 @@ func (rs *results) renderScale(add adder) {
 			add(scen, fmt.Sprintf("%s: the first %d / the next %d", m.what, a, b), spread(first, m.unit)+" / "+spread(rest, m.unit), atMost(rest, m.target))
 			grow := sf(func(r *scaleResult) float64 { return ratio(phase(1, m.f)(r), phase(0, m.f)(r)) })
 			add(scen, "  the next / the first (target <= 1.1: the same within 10%)", spread(grow, "x"), atMost(grow, 1.1))
+			if m.unit == "CPU-s" {
+				rs.renderScaleFloor(add, sf, rest, grow, a, b)
+			}
 		}
 	}
 	if last.restartTasks > 0 {
