@@ -93,6 +93,18 @@ type steadyWindow struct {
 	admit []float64
 	// from, to: the window (from zero: not measured).
 	from, to time.Time
+	// unqueuedAfter: the un-queued closed loop run again after the
+	// window, beside the line's Tasks (its queue suspended and its active
+	// attempts finished); NaN when not run. The window is read against
+	// the mean of it and queueResult.unqueued (baseline).
+	unqueuedAfter float64
+}
+
+// steadyBaseline is the un-queued rate the window is read against: the mean of
+// the loop run before the line and after it (bracketMean), or before
+// alone.
+func (q *queueResult) steadyBaseline() float64 {
+	return bracketMean(q.unqueued, q.steady.unqueuedAfter)
 }
 
 // admittedPerPass is how many attempts a pass of the window admitted on
@@ -278,7 +290,7 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 	res.maxActive, res.admit = activeAndAdmission(jobs, res.parallel)
 	if !res.steady.from.IsZero() {
 		res.steady.admit = admissionsBetween(jobs, res.parallel, res.steady.from, res.steady.to)
-		o.logf("queue: with every Task in line (%.1f s after the first create, %d waiting): %.1f attempts/s over %d completions (%.2f x un-queued), admission p50 %.3f s p99 %.3f s",
+		o.logf("queue: with every Task in line (%.1f s after the first create, %d waiting): %.1f attempts/s over %d completions (%.2f x un-queued before the line), admission p50 %.3f s p99 %.3f s",
 			res.steady.lineWritten, res.steady.waiting, res.steady.queued, res.steady.n, res.steady.queued/res.unqueued, percentile(res.steady.admit, 50), percentile(res.steady.admit, 99))
 	}
 	res.inversions = inversions(tasks, jobs, inversionGrace, func(ex string) { o.logf("  inversion: %s", ex) })
@@ -312,6 +324,7 @@ func measureSteady(ctx context.Context, o *options, tr *tracker, start time.Time
 	}
 	w.to = time.Now()
 	w.queued = float64(want-done) / w.to.Sub(w.from).Seconds()
+	w.unqueuedAfter = math.NaN()
 	return nil
 }
 

@@ -198,6 +198,26 @@ func TestTheCronBoundIsTheOracleSlotsAroundTheOperators(t *testing.T) {
 	}
 }
 
+// The long line in line is read against the un-queued loop before the
+// lines and after its window (their mean), or the one before alone.
+func TestTheLongLinesThroughputReadsTheLoopsAroundIt(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after float64
+		want          float64
+	}{
+		{"both loops: their mean", 10, 14, 12},
+		{"only the loop before", 10, math.NaN(), 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &queueResult{unqueued: tc.before, steady: steadyWindow{unqueuedAfter: tc.after}}
+			if got := q.steadyBaseline(); got != tc.want {
+				t.Fatalf("steadyBaseline = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // lineWith is the first line of out holding s ("" when none does).
 func lineWith(out, s string) string {
 	for _, l := range strings.Split(out, "\n") {
