@@ -33,10 +33,11 @@ import (
 //     (controller-runtime's reconcile count), writes (0 is right) and
 //     reads in the 20 s after it.
 //  3. Queue passes: a TaskQueue of maxRunning 100 with N Tasks against the
-//     same queue with 400 (about 300 to 100 waiting): mean pass time, CPU
-//     and allocations per pass while the line is long, admission p99,
-//     throughput against a closed loop of un-queued Tasks at the same
-//     parallelism.
+//     same queue with 600 (about 300 waiting once all are in line): mean
+//     pass time, CPU and allocations per pass while the line is long,
+//     admission p99, throughput against a closed loop of un-queued Tasks
+//     at the same parallelism, run before the lines and (for the long
+//     line) again after it, beside its Tasks, its queue suspended.
 //  4. A TaskQueue of maxRunning 5000 holding 4999 places admits one more:
 //     the bytes of that record write (the API server's request body
 //     size) and of the stored record.
@@ -71,8 +72,9 @@ const (
 	// is steady after a few hundred).
 	scaleFreeAttempts = 2000
 	// scaleLongQueueMeasured: completions of the long line measured
-	// (admission, throughput); the rest of it still runs during step 4
-	// (the whole line would take a quarter of an hour to drain here).
+	// (admission, throughput); the rest of it waits in its suspended
+	// queue once the windows are measured (the whole line would take a
+	// quarter of an hour to drain here).
 	scaleLongQueueMeasured = 2000
 	// scaleLongQueueSteady: completions of the long line measured again
 	// once every Task's place in line is written (queueResult.steady).
