@@ -182,15 +182,14 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 	}
 	heap0 := liveHeap()
 	rss0 := selfRSS()
-	cpu0 := selfCPU()
-	f.cpu0 = cpu0
+	f.cpu0 = selfCPU()
 	fmt.Println("ready")
 	for range a.workers {
 		go f.work(ctx)
 	}
 	<-f.done
 	f.q.ShutDown()
-	cpu := selfCPU() - cpu0
+	cpu := selfCPU() - f.cpu0
 	f.mu.Lock()
 	patches, cpuSplit := f.patches, f.cpuSplit
 	f.mu.Unlock()
@@ -364,15 +363,17 @@ func selfRSS() int64 {
 // seconds from the first Task create to its N-th Job (NaN when the
 // cluster has no audit log) and its Task-to-Job p99 as the burst's
 // tracker sees the operator's (s).
-type floorResult struct{ cpu, heap, rss, patches, firstToNth, taskToJobP99 float64 }
+//
+// cpuSplit is its CPU to the split-th end, of a run with a split.
+type floorResult struct{ cpu, cpuSplit, heap, rss, patches, firstToNth, taskToJobP99 float64 }
 
 // scaleFloor is the floor of the scale scenario's CPU rows: the floor's
 // CPU-s per 1000 Tasks over the first burst and over the next.
 type scaleFloor struct{ first, next float64 }
 
 // parseFloor reads the "cpu", "heap", "rss" and "patches" lines a floor
-// process printed.
-func parseFloor(out string) (floorResult, error) {
+// process printed, and with split its "cpu-split" line.
+func parseFloor(out string, split bool) (floorResult, error) {
 	got := map[string]float64{}
 	for line := range strings.Lines(out) {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), " ")
@@ -385,22 +386,16 @@ func parseFloor(out string) (floorResult, error) {
 		}
 		got[k] = x
 	}
-	for _, k := range []string{"cpu", "heap", "rss", "patches"} {
+	want := []string{"cpu", "heap", "rss", "patches"}
+	if split {
+		want = append(want, "cpu-split")
+	}
+	for _, k := range want {
 		if _, ok := got[k]; !ok {
 			return floorResult{}, fmt.Errorf("the floor printed no %s figure: %q", k, out)
 		}
 	}
-	return floorResult{cpu: got["cpu"], heap: got["heap"], rss: got["rss"], patches: got["patches"]}, nil
-}
-
-// parseFloorSplit reads the "cpu-split" line of a floor run with a split.
-func parseFloorSplit(out string) (float64, error) {
-	for line := range strings.Lines(out) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cpu-split "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("the floor printed no cpu-split figure: %q", out)
+	return floorResult{cpu: got["cpu"], cpuSplit: got["cpu-split"], heap: got["heap"], rss: got["rss"], patches: got["patches"]}, nil
 }
 
 // floorNamespace is where the floor works (emptied before the operator's
@@ -436,7 +431,7 @@ func runFloorBurst(ctx context.Context, o *options, cl *cluster) (*floorResult, 
 		return nil, err
 	}
 	t2j := taskToJob(tr.snapshot())
-	fr, err := parseFloor(p.stdout.String())
+	fr, err := parseFloor(p.stdout.String(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -471,13 +466,11 @@ func scaleFloorNamespaceOf(i int) string { return fmt.Sprintf("bench-scale-floor
 func runFloorScale(ctx context.Context, o *options, cl *cluster) (*scaleFloor, error) {
 	n := o.n
 	first := max(n/10, 1)
-	var nss []string
-	for i := range min(scaleShards, n) {
-		ns := scaleFloorNamespaceOf(i)
+	nss := shardNamespaces(scaleFloorNamespaceOf)
+	for _, ns := range nss {
 		if err := cl.ensureNamespace(ctx, ns); err != nil {
 			return nil, err
 		}
-		nss = append(nss, ns)
 	}
 	if err := waitQuiet(ctx, o, cl, "the scale floor"); err != nil {
 		return nil, err
@@ -492,11 +485,7 @@ func runFloorScale(ctx context.Context, o *options, cl *cluster) (*scaleFloor, e
 	}
 	defer tr.close()
 	burst := func(base, add int) error {
-		if _, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
-			t := oneShotTask(scaleFloorNamespaceOf(base+i), fmt.Sprintf("one-%05d", base+i))
-			t.Spec.StartTimeoutSeconds = ptr.To[int32](scaleStartTimeout)
-			return t
-		}); err != nil {
+		if _, err := createScaleTasks(ctx, o, cl, scaleFloorNamespaceOf, base, add); err != nil {
 			return err
 		}
 		want := base + add
@@ -513,17 +502,13 @@ func runFloorScale(ctx context.Context, o *options, cl *cluster) (*scaleFloor, e
 	if err := p.wait(); err != nil {
 		return nil, err
 	}
-	fr, err := parseFloor(p.stdout.String())
+	fr, err := parseFloor(p.stdout.String(), true)
 	if err != nil {
 		return nil, err
 	}
-	split, err := parseFloorSplit(p.stdout.String())
-	if err != nil {
-		return nil, err
-	}
-	res := &scaleFloor{first: split / (float64(first) / 1000), next: math.NaN()}
+	res := &scaleFloor{first: fr.cpuSplit / (float64(first) / 1000), next: math.NaN()}
 	if n > first {
-		res.next = (fr.cpu - split) / (float64(n-first) / 1000)
+		res.next = (fr.cpu - fr.cpuSplit) / (float64(n-first) / 1000)
 	}
 	o.logf("scale floor: %d Tasks then %d to their end in %.0f s: %.2f CPU-s per 1000 Tasks over the first, %.2f over the next (%.0f status patches)",
 		first, n-first, time.Since(p.started).Seconds(), res.first, res.next, fr.patches)

@@ -95,7 +95,7 @@ type steadyWindow struct {
 	from, to time.Time
 	// unqueuedAfter: the un-queued closed loop run again after the
 	// window, beside the line's Tasks (its queue suspended and its active
-	// attempts finished); NaN when not run. The window is read against
+	// attempts finished); 0 when not run. The window is read against
 	// the mean of it and queueResult.unqueued (baseline).
 	unqueuedAfter float64
 }
@@ -104,7 +104,7 @@ type steadyWindow struct {
 // the loop run before the line and after it (bracketMean), or before
 // alone.
 func (q *queueResult) steadyBaseline() float64 {
-	return bracketMean(q.unqueued, q.steady.unqueuedAfter)
+	return bracketMean(q.unqueued, nonZero(q.steady.unqueuedAfter))
 }
 
 // admittedPerPass is how many attempts a pass of the window admitted on
@@ -324,7 +324,6 @@ func measureSteady(ctx context.Context, o *options, tr *tracker, start time.Time
 	}
 	w.to = time.Now()
 	w.queued = float64(want-done) / w.to.Sub(w.from).Seconds()
-	w.unqueuedAfter = math.NaN()
 	return nil
 }
 

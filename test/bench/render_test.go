@@ -82,11 +82,11 @@ func TestFloorVerdictSaysWhetherTheTargetIsUnderTheFloor(t *testing.T) {
 // The floor process's figures come back from its output; a figure missing
 // is an error, not a zero.
 func TestParseFloor(t *testing.T) {
-	got, err := parseFloor("cpu 7.609\npatches 2144\nheap 9437184\nrss 16777216\n")
+	got, err := parseFloor("cpu 7.609\npatches 2144\nheap 9437184\nrss 16777216\n", false)
 	if err != nil || got != (floorResult{cpu: 7.609, patches: 2144, heap: 9437184, rss: 16777216}) {
 		t.Fatalf("parseFloor = %+v, %v", got, err)
 	}
-	if _, err := parseFloor("cpu 7.609\n"); err == nil {
+	if _, err := parseFloor("cpu 7.609\n", false); err == nil {
 		t.Fatal("parseFloor without heap, rss and patches: no error")
 	}
 }
@@ -95,14 +95,14 @@ func TestParseFloor(t *testing.T) {
 // scenario's first burst); parseFloor reads past that line.
 func TestParseFloorSplit(t *testing.T) {
 	out := "cpu 61.5\npatches 20000\nheap 9437184\nrss 16777216\ncpu-split 6.25\n"
-	if got, err := parseFloorSplit(out); err != nil || got != 6.25 {
-		t.Fatalf("parseFloorSplit = %v, %v", got, err)
+	if got, err := parseFloor(out, true); err != nil || got.cpuSplit != 6.25 {
+		t.Fatalf("parseFloor with its split = %+v, %v", got, err)
 	}
-	if _, err := parseFloor(out); err != nil {
+	if _, err := parseFloor(out, false); err != nil {
 		t.Fatalf("parseFloor with a split: %v", err)
 	}
-	if _, err := parseFloorSplit("cpu 61.5\n"); err == nil {
-		t.Fatal("parseFloorSplit without the line: no error")
+	if _, err := parseFloor("cpu 61.5\npatches 20000\nheap 9437184\nrss 16777216\n", true); err == nil {
+		t.Fatal("parseFloor asked for a split without the line: no error")
 	}
 }
 

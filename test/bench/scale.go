@@ -270,10 +270,14 @@ func suspendAndDrain(ctx context.Context, o *options, cl *cluster, ns, name stri
 }
 
 // scaleNamespaces are the namespaces of the one-shot and cron Tasks.
-func scaleNamespaces() []string {
+func scaleNamespaces() []string { return shardNamespaces(scaleNamespaceOf) }
+
+// shardNamespaces are the scaleShards namespaces of a namespace function
+// (scaleNamespaceOf, scaleFloorNamespaceOf).
+func shardNamespaces(of func(int) string) []string {
 	var out []string
 	for i := range scaleShards {
-		out = append(out, scaleNamespaceOf(i))
+		out = append(out, of(i))
 	}
 	return out
 }
@@ -283,6 +287,23 @@ func scaleNamespaceOf(i int) string { return fmt.Sprintf("bench-scale-%d", i%sca
 
 // scaleStartTimeout is the start timeout of the scale bursts' Tasks.
 const scaleStartTimeout = 1800
+
+// createScaleTasks creates the one-shot Tasks base to base+add-1 of a
+// scale burst, Task i in namespace nsOf(i); it returns when the first
+// create was sent.
+func createScaleTasks(ctx context.Context, o *options, cl *cluster, nsOf func(int) string, base, add int) (time.Time, error) {
+	start, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
+		t := oneShotTask(nsOf(base+i), fmt.Sprintf("one-%05d", base+i))
+		// The local Job controller creates the pods of 9,000 Jobs made in a
+		// minute over several minutes: the default start timeout (5 min)
+		// would stop the last ones as StartTimeout (seen once, 1,800 of
+		// them), measuring the cluster's Job controller instead of the
+		// operator.
+		t.Spec.StartTimeoutSeconds = ptr.To[int32](scaleStartTimeout)
+		return t
+	})
+	return start, err
+}
 
 // scaleBurst creates add one-shot Tasks after base others, waits until
 // they are Ready, and measures the phase against the memory point before.
@@ -296,16 +317,7 @@ func scaleBurst(ctx context.Context, o *options, cl *cluster, op *operator, tr *
 	if o.profile { // about the creates and the Jobs (the burst's busiest part)
 		prof = op.cpuProfile(ctx, o, time.Duration(max(add/40, 5))*time.Second, filepath.Join(o.workDir, "profiles", label+".cpu.pprof"))
 	}
-	start, _, err := createAll(ctx, cl.c, add, o.workers, func(i int) client.Object {
-		t := oneShotTask(scaleNamespaceOf(base+i), fmt.Sprintf("one-%05d", base+i))
-		// The local Job controller creates the pods of 9,000 Jobs made in a
-		// minute over several minutes: the default start timeout (5 min)
-		// would stop the last ones as StartTimeout (seen once, 1,800 of
-		// them), measuring the cluster's Job controller instead of the
-		// operator.
-		t.Spec.StartTimeoutSeconds = ptr.To[int32](scaleStartTimeout)
-		return t
-	})
+	start, err := createScaleTasks(ctx, o, cl, scaleNamespaceOf, base, add)
 	if err != nil {
 		return ph, memPoint{}, err
 	}
@@ -485,12 +497,7 @@ func (rs *results) renderScaleFloor(add adder, sf func(func(*scaleResult) float6
 	const scen = "scale"
 	add(scen, fmt.Sprintf("  floor: a program making the operator's traffic alone (watches, Job create, 2 status patches, pod list), per 1000 Tasks, the first %d / the next %d", a, b),
 		spread(first, "CPU-s")+" / "+spread(next, "CPU-s"), floorVerdict(next, op, 5))
-	add(scen, "  operator / floor, the next (ratio: the operator's own work)", spread(sf(func(r *scaleResult) float64 {
-		if r.floor == nil || len(r.phases) < 2 {
-			return math.NaN()
-		}
-		return ratio(r.phases[1].cpu/float64(r.phases[1].tasks)*1000, r.floor.next)
-	}), "x"), "")
+	add(scen, "  operator / floor, the next (ratio: the operator's own work)", spread(ratios(op, next), "x"), "")
 	fgrow := sf(fl(func(f *scaleFloor) float64 { return ratio(f.next, f.first) }))
 	add(scen, "  floor's next / first (what the cluster's growth costs the traffic alone)", spread(fgrow, "x"), floorVerdict(fgrow, grow, 1.1))
 }
@@ -591,7 +598,7 @@ func (rs *results) renderScale(add adder) {
 			add(scen, fmt.Sprintf("  %d queued Tasks, every one in line (%d waiting), the next %d completions: admission latency p99", last.big.n, w.waiting, w.n), spread(sp99, "s"), atMost(sp99, 1))
 			sthr := sf(func(r *scaleResult) float64 { return ratio(r.big.steady.queued, r.big.steadyBaseline()) })
 			base := fmtNum(last.big.unqueued)
-			if !math.IsNaN(w.unqueuedAfter) {
+			if w.unqueuedAfter > 0 {
 				base = fmt.Sprintf("%s, the mean of %s before the lines and %s after this window beside its Tasks", fmtNum(last.big.steadyBaseline()), fmtNum(last.big.unqueued), fmtNum(w.unqueuedAfter))
 			}
 			add(scen, fmt.Sprintf("  the same: queued / un-queued attempts per second (%s / %s)", fmtNum(w.queued), base), spread(sthr, "x"), ">= 0.8: "+verdict(sthr, atLeastOf(0.8)))
