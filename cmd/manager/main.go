@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -308,20 +306,4 @@ func limitClient(cfg *rest.Config, qps float64, burst int) {
 	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst)
-}
-
-func newLogger(level, format string) (*zap.Logger, error) {
-	var lvl zapcore.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	cfg := zap.NewProductionConfig()
-	if format == "console" {
-		cfg = zap.NewDevelopmentConfig()
-	} else if format != "json" {
-		return nil, fmt.Errorf("--log-format must be json or console, not %q", format)
-	}
-	cfg.Level = zap.NewAtomicLevelAt(lvl)
-	cfg.Sampling = nil
-	return cfg.Build()
 }
