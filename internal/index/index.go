@@ -3,7 +3,9 @@
 // queue's Tasks and the Jobs holding its places, the Tasks waiting for a
 // Job name, the Tasks naming a TaskCalendar, and the Tasks that run
 // after a Task (spec.after). Add registers
-// them all before the manager starts.
+// them all before the manager starts, and AddOwners the Jobs' owner
+// index on the Job informer itself (owners.go: a pass reads its Task's
+// Jobs without copying its neighbours').
 //
 // The queue's places index keeps a queue pass flat: it reads the Jobs
 // running, never the queue's finished history; the attempts waiting come
@@ -23,7 +25,8 @@ import (
 
 const (
 	// OwnedJobs indexes Jobs by a bucket of the UID of the Task that
-	// controls them (OwnerBucket); OwnedBy lists one Task's Jobs by it.
+	// controls them (OwnerBucket); OwnedBy lists one Task's Jobs by it
+	// where the Job informer's own index cannot be read (AddOwners).
 	OwnedJobs = ".metadata.controllerUID.bucket"
 	// TaskQueue indexes Tasks by spec.queueName.
 	TaskQueue = ".spec.queueName"
@@ -42,11 +45,9 @@ const (
 	After = ".spec.after.task"
 )
 
-// Add registers every index.
+// Add registers every field index but the Jobs' owners (AddOwners, which
+// needs the cache itself).
 func Add(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &batchv1.Job{}, OwnedJobs, JobOwnerBucket); err != nil {
-		return err
-	}
 	if err := indexer.IndexField(ctx, &v1alpha1.Task{}, TaskQueue, func(o client.Object) []string {
 		if q := o.(*v1alpha1.Task).Spec.QueueName; q != "" {
 			return []string{q}
@@ -101,16 +102,16 @@ func JobOwnerBucket(obj client.Object) []string {
 // for every value it holds, twice (per namespace and cluster-wide), and
 // indexed by the whole UID almost every Job had two sets to itself: most
 // of what the index cost per Task (docs/performance-history.md, "The
-// Jobs' owner index by bucket"). Buckets share the sets; OwnedBy reads a
+// Jobs' owner index by bucket"). Buckets share the sets; a read takes a
 // bucket, a few Jobs in a namespace of thousands, and keeps the Task's.
 func OwnerBucket(uid string) string {
 	return uid[:min(2, len(uid))]
 }
 
 // OwnedBy returns the Jobs of namespace ns that the Task with UID uid
-// controls, from the cache by OwnedJobs: the bucket's Jobs are read without
-// a copy and only the Task's own are copied, so a pass copies what it did
-// when the index held whole UIDs.
+// controls, listed from c by OwnedJobs. The list skips the deep copy but
+// still copies each of the bucket's Jobs into its items; only the Task's
+// own are copied again for the caller.
 func OwnedBy(ctx context.Context, c client.Reader, ns, uid string) ([]batchv1.Job, error) {
 	var list batchv1.JobList
 	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{OwnedJobs: OwnerBucket(uid)}, client.UnsafeDisableDeepCopy); err != nil {

@@ -79,6 +79,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, share
 	if err := index.Add(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, fmt.Errorf("adding the cache's indexes: %w", err)
 	}
+	owners, err := index.AddOwners(ctx, mgr.GetCache())
+	if err != nil {
+		return nil, fmt.Errorf("adding the Jobs' owner index: %w", err)
+	}
 	if run, ok := shared.Recorder.(manager.Runnable); ok {
 		if err := mgr.Add(run); err != nil {
 			return nil, fmt.Errorf("adding the event recorder: %w", err)
@@ -97,7 +101,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts controller.Options, share
 	}
 	tasks := &reconciler.TaskReconciler{Client: shared.Client, APIReader: shared.APIReader, Recorder: shared.Recorder,
 		Clock: shared.Clock, Lease: shared.Lease, Shortcuts: shared.Shortcuts, Lines: shared.Lines,
-		Jobs: settings.Jobs, Logs: settings.Logs, Workers: settings.Workers, ServiceAccountOptIn: settings.ServiceAccountOptIn, NotificationDeadline: settings.NotificationDeadline}
+		Jobs: settings.Jobs, Owners: owners, Logs: settings.Logs, Workers: settings.Workers, ServiceAccountOptIn: settings.ServiceAccountOptIn, NotificationDeadline: settings.NotificationDeadline}
 	if err := tasks.SetupWithManager(mgr, opts); err != nil {
 		return nil, fmt.Errorf("setting up the Task controller: %w", err)
 	}

@@ -43,7 +43,7 @@ func CacheOptions(noShortcuts bool) cache.Options {
 }
 
 // trimJob is the cache transform of Jobs. The operator reads a cached Job
-// only through listJobs (by index.OwnedJobs) and then runs.FromJobs /
+// only through listJobs (index.AddOwners' index) and then runs.FromJobs /
 // runs.AttemptOf, deleteJobs, and the Owns(Job) event handler, so the cache
 // keeps exactly what those read:
 //

@@ -256,10 +256,10 @@ func TestJobCacheHoldsTrimmedJobs(t *testing.T) {
 	if a, b := runs.AttemptOf(cached, 1), runs.AttemptOf(full, 1); !cmp.Equal(a, b) || a.Phase != runs.Succeeded {
 		t.Errorf("attempt from the cache, %s (-full +cached):\n%s", a.Phase, cmp.Diff(b, a))
 	}
-	owned, err := index.OwnedBy(ctx, manualClient, ns, string(task.UID))
+	owned, err := manualReconciler(nil).Owners.OwnedBy(ctx, ns, string(task.UID))
 	must(t, err)
 	if len(owned) != 1 || owned[0].Name != job.Name {
-		t.Errorf("listing the Task's Jobs by the controller index gave %d Job(s)", len(owned))
+		t.Errorf("reading the Task's Jobs by the owner index gave %d Job(s)", len(owned))
 	}
 }
 

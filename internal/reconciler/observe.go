@@ -243,5 +243,8 @@ func readLatest[V any](in *plan.Input, into *map[string]V, wants func(*runs.Atte
 
 // listJobs lists the Jobs the Task controls, from the cache.
 func (r *TaskReconciler) listJobs(ctx context.Context, task *v1alpha1.Task) ([]batchv1.Job, error) {
-	return index.OwnedBy(ctx, r.Client, task.Namespace, string(task.UID))
+	if r.Owners == nil {
+		return index.OwnedBy(ctx, r.Client, task.Namespace, string(task.UID))
+	}
+	return r.Owners.OwnedBy(ctx, task.Namespace, string(task.UID))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/fastpath"
 	"github.com/taskops/task-operator/internal/guards"
+	"github.com/taskops/task-operator/internal/index"
 	"github.com/taskops/task-operator/internal/jobs"
 	"github.com/taskops/task-operator/internal/notify"
 	"github.com/taskops/task-operator/internal/plan"
@@ -37,6 +38,11 @@ type TaskReconciler struct {
 	Clock clock.PassiveClock
 	// Jobs holds the images the Jobs run.
 	Jobs jobs.Options
+	// Owners reads the Jobs a Task controls from the cache
+	// (index.AddOwners). nil: listed through Client by the field index
+	// index.OwnedJobs, which the Client's cache must have (the unit
+	// tests' fake clients).
+	Owners index.JobOwners
 	// Lease, when set, tells whether this replica still holds its leader
 	// lease. A replica that was paused (or cut off) past its lease acts on
 	// a stale cache until client-go notices and the process exits; without

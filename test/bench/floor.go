@@ -79,6 +79,7 @@ const (
 type floor struct {
 	cached client.Client // reads from the cache, writes to the API server
 	direct client.Reader // reads from the API server (pods), as the operator's APIReader
+	owners index.JobOwners
 	q      priorityqueue.PriorityQueue[types.NamespacedName]
 
 	mu      sync.Mutex
@@ -148,8 +149,11 @@ func floorMain(cfg *rest.Config, a oracleArgs) error {
 			enqueue(types.NamespacedName{Namespace: j.Namespace, Name: j.Labels[v1alpha1.LabelTask]}, prio)
 		}
 	}
-	// The operator's indexes: its Jobs are listed by their Task's UID.
+	// The operator's indexes: its Jobs are read by their Task's UID.
 	if err := index.Add(ctx, ca); err != nil {
+		return err
+	}
+	if f.owners, err = index.AddOwners(ctx, ca); err != nil {
 		return err
 	}
 	ti, err := ca.GetInformer(ctx, &v1alpha1.Task{})
@@ -233,7 +237,7 @@ func (f *floor) pass(ctx context.Context, key types.NamespacedName) error {
 	if w > 0 && task.ResourceVersion != rv {
 		return nil
 	}
-	owned, err := index.OwnedBy(ctx, f.cached, key.Namespace, string(task.UID))
+	owned, err := f.owners.OwnedBy(ctx, key.Namespace, string(task.UID))
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,7 @@ type harness struct {
 	k8s       client.Client
 	mgrClient client.Client
 	apiReader client.Reader
+	owners    index.JobOwners
 	// decoder decodes a Task the way the operator's informer does.
 	decoder  runtime.Decoder
 	children []int
@@ -137,6 +138,10 @@ func startHarness() (*harness, error) {
 		return nil, err
 	}
 	if err := index.Add(hs.ctx, mgr.GetFieldIndexer()); err != nil {
+		hs.stop()
+		return nil, err
+	}
+	if hs.owners, err = index.AddOwners(hs.ctx, mgr.GetCache()); err != nil {
 		hs.stop()
 		return nil, err
 	}

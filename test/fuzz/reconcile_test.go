@@ -104,7 +104,7 @@ func reconcileInput(ctx context.Context, c *check, hs *harness, p play) {
 		clock:  clocktesting.NewFakeClock(time.Now()),
 		events: rec,
 	}
-	d.rec = &reconciler.TaskReconciler{Client: hs.mgrClient, APIReader: hs.apiReader, Recorder: rec, Clock: d.clock, Jobs: jobOpts, Shortcuts: testutil.Shortcuts()}
+	d.rec = &reconciler.TaskReconciler{Client: hs.mgrClient, APIReader: hs.apiReader, Recorder: rec, Clock: d.clock, Jobs: jobOpts, Owners: hs.owners, Shortcuts: testutil.Shortcuts()}
 	d.history = map[string]v1alpha1.RunRecord{}
 	defer d.cleanup()
 

@@ -63,6 +63,7 @@ var (
 	ManualClient client.Client
 	ManualReader client.Reader
 	ManualLines  *waitline.Lines
+	ManualOwners index.JobOwners
 )
 
 // ManualLabel marks Tasks only hand-driven reconcilers handle.
@@ -137,6 +138,9 @@ func startManual(cfg *rest.Config) error {
 		return err
 	}
 	if err := index.Add(Ctx, manualMgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if ManualOwners, err = index.AddOwners(Ctx, manualMgr.GetCache()); err != nil {
 		return err
 	}
 	ManualClient, ManualReader = manualMgr.GetClient(), manualMgr.GetAPIReader()
@@ -223,7 +227,7 @@ func ManualReconciler(c client.Client) *reconciler.TaskReconciler {
 	if c == nil {
 		c = ManualClient
 	}
-	return &reconciler.TaskReconciler{Client: c, APIReader: ManualReader, Clock: Clock, Jobs: JobOpts, Shortcuts: testutil.Shortcuts()}
+	return &reconciler.TaskReconciler{Client: c, APIReader: ManualReader, Clock: Clock, Jobs: JobOpts, Owners: ManualOwners, Shortcuts: testutil.Shortcuts()}
 }
 
 // T, F and U are the condition statuses, short as in the contract's
