@@ -31,10 +31,11 @@ func newLogger(level, format string) (*zap.Logger, error) {
 // deferredWith is a core whose With keeps the fields and encodes them only
 // when the logger writes. controller-runtime gives every reconcile a logger
 // of its own (controller, namespace, name, reconcileID), and zap's With
-// encodes those fields into a new buffer at once: a few KiB of garbage per
-// pass that almost never logs. Each With starts one zapcore.NewLazyWith
-// over the base core with all the fields so far, so loggers made from
-// loggers stay lazy too (a lazy core's own With encodes its parent's).
+// encodes those fields into a new buffer at once: garbage for every pass,
+// though a pass almost never logs (docs/performance.md, the scale row).
+// Each With starts one zapcore.NewLazyWith over the base core with all
+// the fields so far, so loggers made from loggers stay lazy too (a lazy
+// core's own With would encode its parent's).
 // The values are the same either way: controller-runtime's are strings and
 // object references, copied when added.
 type deferredWith struct {
