@@ -62,12 +62,16 @@ func TestInstallYamlRunsTasksFailsOverAndUninstallsCompletely(t *testing.T) {
 
 	// The operator process stands down while the deployed one runs.
 	must(t, env.op.Stop())
+	// Cleanups run last-registered first, each even if one before failed
+	// the test: the operator process restarts whatever the undo said.
 	t.Cleanup(func() {
-		undeploy(t)
-		restoreCRDs(t) // the uninstall deleted them
 		if _, err := env.op.Start(); err != nil {
 			t.Errorf("restarting the operator process: %v", err)
 		}
+	})
+	t.Cleanup(func() {
+		undeploy(t)
+		restoreCRDs(t) // the uninstall deleted them
 	})
 
 	start := time.Now()

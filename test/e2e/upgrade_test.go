@@ -67,12 +67,16 @@ func TestUpgradingFromThePreviousReleaseLosesAndRepeatsNothing(t *testing.T) {
 
 	waitNamespaceGone(t, deployNamespace)
 	must(t, env.op.Stop())
+	// Cleanups run last-registered first, each even if one before failed
+	// the test: the operator process restarts whatever the undo said.
 	t.Cleanup(func() {
-		undeploy(t)
-		restoreCRDs(t) // the downgrade left v0.1.0's
 		if _, err := env.op.Start(); err != nil {
 			t.Errorf("restarting the operator process: %v", err)
 		}
+	})
+	t.Cleanup(func() {
+		undeploy(t)
+		restoreCRDs(t) // the downgrade left v0.1.0's
 	})
 	applyRelease(t, oldOverlay, upgradeFromVersion)
 
@@ -253,15 +257,22 @@ patches:
 
 // restoreCRDs applies this release's CRDs again, for the suite's other
 // tests, after a test deleted or replaced them, and waits until they serve.
+// Both are tried again until then: an apply that lands on a CRD still
+// being deleted is undone by that deletion, and the wait then fails at
+// once (it did once, after the uninstall test), so the next round applies
+// again. A failure says what kubectl said.
 func restoreCRDs(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	if out, err := env.runKubectl(ctx, "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(env.ws.Root, "config", "crd")); err != nil {
-		t.Errorf("restoring the CRDs: %v\n%s", err, out)
-	}
-	if _, err := env.runKubectl(ctx, "wait", "--for=condition=Established", "crd/tasks.batch.taskops.io", "crd/taskqueues.batch.taskops.io", "--timeout=60s"); err != nil {
-		t.Errorf("waiting for the restored CRDs: %v", err)
-	}
+	eventually(t, 90*time.Second, "the restored CRDs to be established", func(ctx context.Context) (bool, string) {
+		if out, err := env.runKubectl(ctx, "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(env.ws.Root, "config", "crd")); err != nil {
+			return false, fmt.Sprintf("apply: %v: %s", err, out)
+		}
+		out, err := env.runKubectl(ctx, "wait", "--for=condition=Established", "crd/tasks.batch.taskops.io", "crd/taskqueues.batch.taskops.io", "crd/taskcalendars.batch.taskops.io", "--timeout=5s")
+		if err != nil {
+			return false, fmt.Sprintf("wait: %v: %s", err, out)
+		}
+		return true, ""
+	})
 }
 
 // applyRelease applies an overlay as `kubectl apply --server-side` of a
