@@ -119,9 +119,7 @@ func OwnedBy(ctx context.Context, c client.Reader, ns, uid string) ([]batchv1.Jo
 	}
 	var out []batchv1.Job
 	for i := range list.Items {
-		if owner := JobControllerUID(&list.Items[i]); len(owner) == 1 && owner[0] == uid {
-			out = append(out, *list.Items[i].DeepCopy())
-		}
+		out = ownJobs(out, uid, &list.Items[i])
 	}
 	return out, nil
 }
@@ -129,13 +127,32 @@ func OwnedBy(ctx context.Context, c client.Reader, ns, uid string) ([]batchv1.Jo
 // JobControllerUID is the UID of the Task that controls the Job, if one
 // does.
 func JobControllerUID(obj client.Object) []string {
-	job := obj.(*batchv1.Job)
-	for _, ref := range job.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "Task" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-			return []string{string(ref.UID)}
-		}
+	if uid, ok := controllerUID(obj.(*batchv1.Job)); ok {
+		return []string{uid}
 	}
 	return nil
+}
+
+// controllerUID is JobControllerUID without the slice an index function
+// returns: the owner readers call it for every Job of a bucket.
+func controllerUID(job *batchv1.Job) (string, bool) {
+	for _, ref := range job.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "Task" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+			return string(ref.UID), true
+		}
+	}
+	return "", false
+}
+
+// ownJobs appends to out a copy of each Job that the Task with UID uid
+// controls: what both owner readers keep of a bucket.
+func ownJobs(out []batchv1.Job, uid string, jobs ...*batchv1.Job) []batchv1.Job {
+	for _, job := range jobs {
+		if owner, ok := controllerUID(job); ok && owner == uid {
+			out = append(out, *job.DeepCopy())
+		}
+	}
+	return out
 }
 
 // TaskControlled reports whether a Task controls job, as OwnedJobs reads

@@ -59,8 +59,8 @@ func namespaceOwnerBucket(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if uid := JobControllerUID(job); len(uid) == 1 {
-		return []string{job.Namespace + "/" + OwnerBucket(uid[0])}, nil
+	if uid, ok := controllerUID(job); ok {
+		return []string{job.Namespace + "/" + OwnerBucket(uid)}, nil
 	}
 	return nil, nil
 }
@@ -75,12 +75,8 @@ func (o indexedOwners) OwnedBy(_ context.Context, ns, uid string) ([]batchv1.Job
 	}
 	var out []batchv1.Job
 	for _, obj := range objs {
-		job, ok := obj.(*batchv1.Job)
-		if !ok {
-			continue
-		}
-		if owner := JobControllerUID(job); len(owner) == 1 && owner[0] == uid {
-			out = append(out, *job.DeepCopy())
+		if job, ok := obj.(*batchv1.Job); ok {
+			out = ownJobs(out, uid, job)
 		}
 	}
 	return out, nil
