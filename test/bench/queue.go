@@ -43,6 +43,13 @@ type queueResult struct {
 	// Throughputs: attempts completed per second, from the first Task
 	// created to the N-th Job complete.
 	queued, unqueued float64
+	// unqueuedAfter: the un-queued closed loop run again after the queued
+	// run, beside its Tasks (the queue scenario; 0 when not run). The
+	// queued rate is read against the mean of both loops (baseline), as
+	// the long line's and the oracles' rows are: the loop before runs on
+	// an empty cluster and the queued run beside its Tasks, so a single
+	// loop carries alone whatever the session drifts by in between.
+	unqueuedAfter float64
 	// queuedReady: Tasks Ready per second (to the N-th Task Ready), queued.
 	queuedReady float64
 	// maxActive: the most attempts active at once (Job seen, not yet seen
@@ -100,6 +107,13 @@ type steadyWindow struct {
 	unqueuedAfter float64
 }
 
+// baseline is the un-queued rate the queued run is read against: the
+// mean of the loop run before it and after it (bracketMean), or before
+// alone.
+func (q *queueResult) baseline() float64 {
+	return bracketMean(q.unqueued, nonZero(q.unqueuedAfter))
+}
+
 // steadyBaseline is the un-queued rate the window is read against: the mean of
 // the loop run before the line and after it (bracketMean), or before
 // alone.
@@ -154,6 +168,11 @@ func sessionQueue(ctx context.Context, o *options, rep int) (*queueResult, error
 		return nil, err
 	}
 	if err := runQueued(ctx, o, cl, op, queueNamespace, res, fmt.Sprintf("queue-%d", rep)); err != nil {
+		return nil, err
+	}
+	// The loop again, beside both runs' Tasks: every queued attempt has
+	// finished (runQueued waits for all N Ready).
+	if res.unqueuedAfter, err = runUnqueued(ctx, o, cl, unqueuedNamespace+"-after", n, res.parallel); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -218,6 +218,26 @@ func TestTheLongLinesThroughputReadsTheLoopsAroundIt(t *testing.T) {
 	}
 }
 
+// The queue scenario's throughput is read against the un-queued loop
+// before the queued run and after it (their mean), or the one before alone.
+func TestTheQueuesThroughputReadsTheLoopsAroundIt(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after float64
+		want          float64
+	}{
+		{"both loops: their mean", 13.8, 12.2, 13},
+		{"only the loop before", 15, 0, 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &queueResult{unqueued: tc.before, unqueuedAfter: tc.after}
+			if got := q.baseline(); got != tc.want {
+				t.Fatalf("baseline = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // lineWith is the first line of out holding s ("" when none does).
 func lineWith(out, s string) string {
 	for _, l := range strings.Split(out, "\n") {

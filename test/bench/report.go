@@ -729,10 +729,11 @@ func (rs *results) renderQueue(add adder) {
 	}
 	if par := qf(func(q *queueResult) float64 { return float64(q.parallel) }); anyValue(par) {
 		p := int(median(par))
-		thr := qf(func(q *queueResult) float64 { return q.queued / q.unqueued })
+		thr := qf(func(q *queueResult) float64 { return q.queued / q.baseline() })
 		add("queue", fmt.Sprintf("%d Tasks in one TaskQueue of maxRunning %d, pods ~%s s: attempts completed per second", n, p, queuePodSeconds), spread(qf(func(q *queueResult) float64 { return q.queued }), "/s"), "")
-		add("queue", fmt.Sprintf("  baseline: no queue, a load generator keeping %d attempts running", p), spread(qf(func(q *queueResult) float64 { return q.unqueued }), "/s"), "")
-		add("queue", "  queued / un-queued at equal parallelism (ratio, target >= 0.8)", spread(thr, "x"), verdict(thr, atLeastOf(0.8)))
+		add("queue", fmt.Sprintf("  baseline: no queue, a load generator keeping %d attempts running, before the queued run / after it", p), spread(qf(func(q *queueResult) float64 { return q.unqueued }), "/s")+" / "+spread(qf(func(q *queueResult) float64 { return q.unqueuedAfter }), "/s"), "")
+		add("queue", "  queued / un-queued at equal parallelism, the mean of the loops before and after (ratio, target >= 0.8)", spread(thr, "x"), verdict(thr, atLeastOf(0.8)))
+		add("queue", "    queued / the loop before alone (context: the ratio until 2026-12-07)", spread(qf(func(q *queueResult) float64 { return q.queued / q.unqueued }), "x"), "")
 		most := qf(func(q *queueResult) float64 { return float64(q.maxActive) })
 		add("queue", "  most attempts active at once (target <= maxRunning)", spread(most, ""), verdict(most, atMostOf(float64(p))))
 		p99 := qf(func(q *queueResult) float64 { return percentile(q.admit, 99) })
