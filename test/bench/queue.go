@@ -44,11 +44,13 @@ type queueResult struct {
 	// created to the N-th Job complete.
 	queued, unqueued float64
 	// unqueuedAfter: the un-queued closed loop run again after the queued
-	// run, beside its Tasks (the queue scenario; 0 when not run). The
+	// run, beside its Tasks (0 when not run): in the queue scenario after
+	// every attempt finished, for a long line after its second window
+	// (steady), its queue suspended and its active attempts finished. The
 	// queued rate is read against the mean of both loops (baseline), as
-	// the long line's and the oracles' rows are: the loop before runs on
-	// an empty cluster and the queued run beside its Tasks, so a single
-	// loop carries alone whatever the session drifts by in between.
+	// the oracles' rows are: the loop before runs on a cluster without
+	// the queued Tasks, so a single loop carries alone whatever the
+	// session drifts by in between.
 	unqueuedAfter float64
 	// queuedReady: Tasks Ready per second (to the N-th Task Ready), queued.
 	queuedReady float64
@@ -98,13 +100,9 @@ type steadyWindow struct {
 	queued float64
 	// admit: admission latencies of the Jobs created in the window.
 	admit []float64
-	// from, to: the window (from zero: not measured).
+	// from, to: the window (from zero: not measured). It is read against
+	// queueResult.baseline.
 	from, to time.Time
-	// unqueuedAfter: the un-queued closed loop run again after the
-	// window, beside the line's Tasks (its queue suspended and its active
-	// attempts finished); 0 when not run. The window is read against
-	// the mean of it and queueResult.unqueued (baseline).
-	unqueuedAfter float64
 }
 
 // baseline is the un-queued rate the queued run is read against: the
@@ -112,13 +110,6 @@ type steadyWindow struct {
 // alone.
 func (q *queueResult) baseline() float64 {
 	return bracketMean(q.unqueued, nonZero(q.unqueuedAfter))
-}
-
-// steadyBaseline is the un-queued rate the window is read against: the mean of
-// the loop run before the line and after it (bracketMean), or before
-// alone.
-func (q *queueResult) steadyBaseline() float64 {
-	return bracketMean(q.unqueued, nonZero(q.steady.unqueuedAfter))
 }
 
 // admittedPerPass is how many attempts a pass of the window admitted on

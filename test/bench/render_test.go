@@ -198,36 +198,19 @@ func TestTheCronBoundIsTheOracleSlotsAroundTheOperators(t *testing.T) {
 	}
 }
 
-// The long line in line is read against the un-queued loop before the
-// lines and after its window (their mean), or the one before alone.
-func TestTheLongLinesThroughputReadsTheLoopsAroundIt(t *testing.T) {
+// A queued rate is read against the un-queued loop before the queued run
+// and after it (their mean), or the one before alone: the queue
+// scenario's, and the long line's in line (its loop after its window).
+func TestTheQueuedThroughputReadsTheLoopsAroundIt(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		before, after float64
 		want          float64
 	}{
-		{"both loops: their mean", 10, 14, 12},
-		{"only the loop before", 10, math.NaN(), 10},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			q := &queueResult{unqueued: tc.before, steady: steadyWindow{unqueuedAfter: tc.after}}
-			if got := q.steadyBaseline(); got != tc.want {
-				t.Fatalf("steadyBaseline = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-// The queue scenario's throughput is read against the un-queued loop
-// before the queued run and after it (their mean), or the one before alone.
-func TestTheQueuesThroughputReadsTheLoopsAroundIt(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		before, after float64
-		want          float64
-	}{
-		{"both loops: their mean", 13.8, 12.2, 13},
-		{"only the loop before", 15, 0, 15},
+		{"long line, both loops: their mean", 10, 14, 12},
+		{"long line, only the loop before", 10, math.NaN(), 10},
+		{"queue, both loops: their mean", 13.8, 12.2, 13},
+		{"queue, only the loop before", 15, 0, 15},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &queueResult{unqueued: tc.before, unqueuedAfter: tc.after}

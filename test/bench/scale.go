@@ -247,7 +247,7 @@ func scaleQueues(ctx context.Context, o *options, cl *cluster, op *operator, res
 	if err != nil {
 		return err
 	}
-	res.big.steady.unqueuedAfter = after
+	res.big.unqueuedAfter = after
 	return nil
 }
 
@@ -596,10 +596,10 @@ func (rs *results) renderScale(add adder) {
 			// completions run.
 			sp99 := sf(func(r *scaleResult) float64 { return percentile(r.big.steady.admit, 99) })
 			add(scen, fmt.Sprintf("  %d queued Tasks, every one in line (%d waiting), the next %d completions: admission latency p99", last.big.n, w.waiting, w.n), spread(sp99, "s"), atMost(sp99, 1))
-			sthr := sf(func(r *scaleResult) float64 { return ratio(r.big.steady.queued, r.big.steadyBaseline()) })
+			sthr := sf(func(r *scaleResult) float64 { return ratio(r.big.steady.queued, r.big.baseline()) })
 			base := fmtNum(last.big.unqueued)
-			if w.unqueuedAfter > 0 {
-				base = fmt.Sprintf("%s, the mean of %s before the lines and %s after this window beside its Tasks", fmtNum(last.big.steadyBaseline()), fmtNum(last.big.unqueued), fmtNum(w.unqueuedAfter))
+			if last.big.unqueuedAfter > 0 {
+				base = fmt.Sprintf("%s, the mean of %s before the lines and %s after this window beside its Tasks", fmtNum(last.big.baseline()), fmtNum(last.big.unqueued), fmtNum(last.big.unqueuedAfter))
 			}
 			add(scen, fmt.Sprintf("  the same: queued / un-queued attempts per second (%s / %s)", fmtNum(w.queued), base), spread(sthr, "x"), ">= 0.8: "+verdict(sthr, atLeastOf(0.8)))
 			add(scen, fmt.Sprintf("  (context) the arrival, first create to the %d-th completion, the places in line written meanwhile (the last %s s after the first create): admission latency p99", last.big.until, fmtNum(w.lineWritten)), spread(p99, "s"), "")
