@@ -29,28 +29,25 @@ const (
 	ReplaceConcurrent ConcurrencyPolicy = "Replace"
 )
 
-// TaskSpec is what a Task runs, how wide, how stubbornly and when.
+// The rules on the spec are shaped by what they cost: the API server runs
+// every rule of a CRD on every write of an object, each status write of a
+// Task included, and each field a rule reads on the spec costs it a copy
+// of the spec's field schemas (dozens). So which fields a Task may set is
+// one rule that walks the few fields a Task sets (dyn(self).all: CEL does
+// not range over an object's fields otherwise), naming the offending ones
+// in its message, not a rule per field that reads two or three
+// (docs/performance-history.md, "The Task's rules at the API server"); a
+// rule that needs one field only sits on that field.
 //
-// +kubebuilder:validation:XValidation:rule="self.type != 'shell' || has(self.shell)",message="spec.shell is required when type is shell"
-// +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.shell)",message="spec.shell is only allowed when type is shell"
-// +kubebuilder:validation:XValidation:rule="self.type != 'http' || has(self.url)",message="spec.url is required when type is http"
-// +kubebuilder:validation:XValidation:rule="self.type == 'http' || !has(self.url)",message="spec.url is only allowed when type is http"
-// +kubebuilder:validation:XValidation:rule="self.type == 'http' || !has(self.http)",message="spec.http is only allowed when type is http"
-// +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.image)",message="spec.image is only allowed when type is shell: http Tasks always run the runner image"
+// +kubebuilder:validation:XValidation:rule="self.type == 'shell' ? has(self.shell) : has(self.url)",messageExpression="self.type == 'shell' ? 'spec.shell is required when type is shell' : 'spec.url is required when type is http'",message="spec.shell is required when type is shell, spec.url when type is http"
+// +kubebuilder:validation:XValidation:rule="dyn(self).all(k, k in ['shell', 'image', 'nonRetryableExitCodes'] ? self.type == 'shell' : k in ['url', 'http'] ? self.type == 'http' : k in ['startingDeadlineSeconds', 'suspendAfterFailures', 'repeatedTimePolicy', 'skippedTimePolicy'] ? has(self.schedule) : k in ['timeZone', 'skipDates', 'skipDatesFrom', 'skipCalendars'] ? has(self.schedule) || has(self.after) : k == 'afterPolicy' ? has(self.after) : k != 'ttlSecondsAfterFinished' || !has(self.schedule))",messageExpression="dyn(self).filter(k, !(k in ['shell', 'image', 'nonRetryableExitCodes'] ? self.type == 'shell' : k in ['url', 'http'] ? self.type == 'http' : k in ['startingDeadlineSeconds', 'suspendAfterFailures', 'repeatedTimePolicy', 'skippedTimePolicy'] ? has(self.schedule) : k in ['timeZone', 'skipDates', 'skipDatesFrom', 'skipCalendars'] ? has(self.schedule) || has(self.after) : k == 'afterPolicy' ? has(self.after) : k != 'ttlSecondsAfterFinished' || !has(self.schedule))).map(k, 'spec.' + k + (k in ['shell', 'url', 'http'] ? ' is only allowed when type is ' + (k == 'shell' ? 'shell' : 'http') : k == 'image' ? ' is only allowed when type is shell: http Tasks always run the runner image' : k == 'nonRetryableExitCodes' ? ' is only allowed when type is shell: the http runner has its own failure classes' : k == 'timeZone' ? ' is only allowed with spec.schedule or spec.after (skip dates are read in it)' : k in ['timeZone', 'skipDates', 'skipDatesFrom', 'skipCalendars'] ? ' is only allowed with spec.schedule or spec.after' : k == 'afterPolicy' ? ' is only allowed with spec.after' : k == 'ttlSecondsAfterFinished' ? ' is only allowed for one-shot Tasks (without spec.schedule)' : ' is only allowed with spec.schedule')).join('; ')",message="a field is set that the Task's type, spec.schedule or spec.after does not allow: shell, image and nonRetryableExitCodes need type shell; url and http type http; startingDeadlineSeconds, suspendAfterFailures, repeatedTimePolicy and skippedTimePolicy spec.schedule; timeZone, skipDates, skipDatesFrom and skipCalendars spec.schedule or spec.after; afterPolicy spec.after; ttlSecondsAfterFinished no spec.schedule"
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(oldSelf.schedule)",message="spec.schedule cannot be added or removed after creation: a Task is one-shot or scheduled for life"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || has(self.after) || !has(self.timeZone)",message="spec.timeZone is only allowed with spec.schedule or spec.after (skip dates are read in it)"
-// +kubebuilder:validation:XValidation:rule="self.type == 'shell' || !has(self.nonRetryableExitCodes)",message="spec.nonRetryableExitCodes is only allowed when type is shell: the http runner has its own failure classes"
 // +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="spec.volumeMounts must name volumes of spec.volumes"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.startingDeadlineSeconds)",message="spec.startingDeadlineSeconds is only allowed with spec.schedule"
-// +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.ttlSecondsAfterFinished)",message="spec.ttlSecondsAfterFinished is only allowed for one-shot Tasks (without spec.schedule)"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || !has(self.suspendAfterFailures)",message="spec.suspendAfterFailures is only allowed with spec.schedule"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || has(self.after) || (!has(self.skipDates) && !has(self.skipDatesFrom) && !has(self.skipCalendars))",message="spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule or spec.after"
-// +kubebuilder:validation:XValidation:rule="has(self.after) || !has(self.afterPolicy)",message="spec.afterPolicy is only allowed with spec.after"
 // +kubebuilder:validation:XValidation:rule="!has(self.after) || self.after.all(a, !has(a.params) || a.params.all(p, has(self.params) && self.params.exists(x, x.name == p.name)))",message="spec.after[].params[].name must name a param of spec.params"
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) || (!has(self.repeatedTimePolicy) && !has(self.skippedTimePolicy))",message="spec.repeatedTimePolicy and spec.skippedTimePolicy are only allowed with spec.schedule"
-// +kubebuilder:validation:XValidation:rule="!has(self.params) || self.params.map(p, has(p.default) ? size(bytes(p.default)) + size(p.name) : 0).sum() <= 4096",message="spec.params: the defaults are at most 4096 bytes in all (names included): a run's values are kept in its status"
-// +kubebuilder:validation:XValidation:rule="!has(self.schedule) || !has(self.params) || self.params.all(p, has(p.default))",message="spec.params: every param of a cron Task needs a default: its slots run with the defaults"
+// +kubebuilder:validation:XValidation:rule="!has(self.params) || !has(self.schedule) || self.params.all(p, has(p.default))",message="spec.params: every param of a cron Task needs a default: its slots run with the defaults"
 // +kubebuilder:validation:XValidation:rule="!has(self.http) || !has(self.http.results) || (has(self.results) && self.http.results.all(r, self.results.exists(x, x.name == r.name)))",message="spec.http.results must name results declared in spec.results"
+
+// TaskSpec is what a Task runs, how wide, how stubbornly and when.
 type TaskSpec struct {
 	// Type of work: `shell` runs spec.shell in spec.image; `http` makes the
 	// request described by spec.url and spec.http. Immutable.
@@ -418,6 +415,7 @@ type TaskSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.map(p, has(p.default) ? size(bytes(p.default)) + size(p.name) : 0).sum() <= 4096",message="spec.params: the defaults are at most 4096 bytes in all (names included): a run's values are kept in its status"
 	Params []ParamSpec `json:"params,omitempty"`
 
 	// Results are the values a run hands back: a shell Task's pod writes

@@ -306,9 +306,27 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 
 		// Business calendars.
 		{"skip dates on a one-shot Task are refused", shellTask("skip-oneshot", func(t *v1alpha1.Task) { t.Spec.SkipDates = []string{"2026-12-25"} }),
-			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule or spec.after"}},
+			[]string{"spec.skipDates is only allowed with spec.schedule or spec.after"}},
 		{"skip calendars on a one-shot Task are refused", shellTask("calendars-oneshot", func(t *v1alpha1.Task) { t.Spec.SkipCalendars = []string{"bank"} }),
-			[]string{"spec.skipDates, spec.skipDatesFrom and spec.skipCalendars are only allowed with spec.schedule or spec.after"}},
+			[]string{"spec.skipCalendars is only allowed with spec.schedule or spec.after"}},
+		{"skip dates from a ConfigMap on a one-shot Task are refused", shellTask("from-oneshot", func(t *v1alpha1.Task) {
+			t.Spec.SkipDatesFrom = &v1alpha1.ConfigMapKeyRef{Name: "holidays", Key: "dates"}
+		}), []string{"spec.skipDatesFrom is only allowed with spec.schedule or spec.after"}},
+		{"daylight-saving policies on a one-shot Task are refused", shellTask("dst-oneshot", func(t *v1alpha1.Task) {
+			t.Spec.RepeatedTimePolicy, t.Spec.SkippedTimePolicy = "Once", "Skip"
+		}), []string{"spec.repeatedTimePolicy is only allowed with spec.schedule", "spec.skippedTimePolicy is only allowed with spec.schedule"}},
+		{"a starting deadline on a one-shot Task is refused", shellTask("deadline-oneshot", func(t *v1alpha1.Task) { t.Spec.StartingDeadlineSeconds = ptr.To[int64](60) }),
+			[]string{"spec.startingDeadlineSeconds is only allowed with spec.schedule"}},
+		// One rule says which fields a Task may set (task_types.go says
+		// why): every field it refuses is named, each with its reason.
+		{"every field a Task may not set is named at once", httpTask("many-wrong", func(t *v1alpha1.Task) {
+			t.Spec.Image, t.Spec.NonRetryableExitCodes, t.Spec.SuspendAfterFailures, t.Spec.AfterPolicy = "busybox", []int32{3}, ptr.To[int32](3), v1alpha1.AfterAny
+		}), []string{"spec.image is only allowed when type is shell: http Tasks always run the runner image",
+			"spec.nonRetryableExitCodes is only allowed when type is shell: the http runner has its own failure classes",
+			"spec.suspendAfterFailures is only allowed with spec.schedule", "spec.afterPolicy is only allowed with spec.after"}},
+		{"the fields of the other type are named, as is the missing one", shellTask("shell-as-http", func(t *v1alpha1.Task) {
+			t.Spec.Shell, t.Spec.URL, t.Spec.HTTP = "", "https://x.example", &v1alpha1.HTTPSpec{}
+		}), []string{"spec.shell is required when type is shell", "spec.url is only allowed when type is http", "spec.http is only allowed when type is http"}},
 		{"more than 4 skip calendars are refused", shellTask("calendars-five", func(t *v1alpha1.Task) {
 			t.Spec.Schedule, t.Spec.SkipCalendars = ptr.To("@daily"), []string{"a", "b", "c", "d", "e"}
 		}), []string{"spec.skipCalendars", "must have at most 4 items"}},
@@ -354,7 +372,7 @@ func TestInvalidTasksAreRefusedNamingTheField(t *testing.T) {
 			for i := range 5 {
 				t.Spec.Params = append(t.Spec.Params, v1alpha1.ParamSpec{Name: fmt.Sprintf("p%d", i), Default: ptr.To(strings.Repeat("x", 1000))})
 			}
-		}), []string{"the defaults are at most 4096 bytes in all"}},
+		}), []string{"spec.params", "the defaults are at most 4096 bytes in all"}},
 		{"a cron Task's param without a default is refused", shellTask("param-cron", func(t *v1alpha1.Task) {
 			t.Spec.Schedule = ptr.To("@hourly")
 			t.Spec.Params = []v1alpha1.ParamSpec{{Name: "date"}}
@@ -402,6 +420,7 @@ func TestValidTasksAreAcceptedWithDefaults(t *testing.T) {
 	cron := shellTask("nightly", func(t *v1alpha1.Task) {
 		t.Spec.Schedule, t.Spec.TimeZone = ptr.To("30 2 * * *"), ptr.To("Europe/Berlin")
 		t.Spec.ConcurrencyPolicy, t.Spec.StartingDeadlineSeconds = v1alpha1.ReplaceConcurrent, ptr.To[int64](300)
+		t.Spec.Image, t.Spec.NonRetryableExitCodes, t.Spec.SuspendAfterFailures = "busybox:1.37", []int32{3}, ptr.To[int32](5)
 	})
 	every := shellTask("every", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("@every 90s") })
 	weekdays := shellTask("weekdays", func(t *v1alpha1.Task) { t.Spec.Schedule = ptr.To("*/15 9-17 1,15 jan-jun MON-FRI") })
