@@ -184,6 +184,10 @@ BENCH_ARGS ?=
 bench: ## Benchmarks on a local control plane, with ratios to baselines measured in the same run (BENCH_N=100: the quick variant CI runs; BENCH_ARGS= adds flags).
 	go run ./test/bench -n $(BENCH_N) -profile $(BENCH_ARGS)
 
+.PHONY: bench-rules
+bench-rules: ## What the Task CRD's validation rules cost the API server per status write, against the same CRD without them (test/rulecost; about 3 min).
+	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/rulecost -run '^$$' -bench . -benchtime 1x -count=1
+
 SCALE_N ?= 10000
 
 .PHONY: bench-scale

@@ -1,0 +1,243 @@
+package rulecost
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/taskops/task-operator/api/v1alpha1"
+	"github.com/taskops/task-operator/internal/testutil"
+)
+
+// The load of a round: writers goroutines, each creating creates Tasks
+// (one-shot shell Tasks, as a burst makes) and then patching the status
+// of one of them patches times (the patch a run's record would make:
+// attempts and the last error). Rounds alternate between the two API
+// servers, so a machine that slows down during the run slows both.
+const (
+	writers = 16
+	creates = 25
+	patches = 200
+)
+
+// rounds: one round is about 30 s (both API servers). Their spread is
+// wide (a tenth either way on 2 cores): read the median, and more rounds
+// for a small difference.
+var rounds = flag.Int("rounds", 5, "rounds, each on both API servers in turn")
+
+// BenchmarkRulesPerStatusWrite prints, for the Task CRD as shipped and
+// without its rules (the baseline), the API server's CPU per status patch
+// (median of the rounds) and their ratio. Run it once:
+// go test ./test/rulecost -run '^$' -bench . -benchtime 1x.
+func BenchmarkRulesPerStatusWrite(b *testing.B) {
+	bare, err := crdsWithoutRules(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	shipped := filepath.Join(testutil.RepoRoot(), "config", "crd", "bases")
+	for i := 0; i < b.N; i++ {
+		var without, with costs
+		for range *rounds {
+			for _, v := range []struct {
+				dir string
+				out *costs
+			}{{bare, &without}, {shipped, &with}} {
+				create, patch, err := cpuPerWrite(v.dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				v.out.create, v.out.patch = append(v.out.create, create), append(v.out.patch, patch)
+			}
+		}
+		for _, w := range []struct {
+			name          string
+			with, without []float64
+		}{{"create", with.create, without.create}, {"status patch", with.patch, without.patch}} {
+			a, z := median(w.with), median(w.without)
+			fmt.Printf("API server CPU per Task %s: %.3f ms with the CRD's rules %s, %.3f ms without them %s: %.2f x\n",
+				w.name, a, ms(w.with), z, ms(w.without), a/z)
+		}
+		b.ReportMetric(median(with.patch), "apiserver-ms/patch")
+		b.ReportMetric(median(with.patch)/median(without.patch), "x-without-rules")
+	}
+}
+
+// costs are a CRD's rounds: API server CPU per write, milliseconds.
+type costs struct{ create, patch []float64 }
+
+func ms(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// cpuPerWrite starts an API server with the CRDs in dir, creates writers
+// x creates Tasks, then sends writers x patches status patches: the API
+// server's CPU (its process_cpu_seconds_total) per create and per patch,
+// in milliseconds.
+func cpuPerWrite(dir string) (create, patch float64, err error) {
+	env, err := testutil.NewEnv()
+	if err != nil {
+		return 0, 0, err
+	}
+	env.CRDDirectoryPaths = []string{dir}
+	cfg, stop, err := testutil.StartEnv(env)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop()
+	cfg.QPS, cfg.Burst = -1, -1 // no client-side limit: the API server is measured
+	c, err := client.New(cfg, client.Options{Scheme: testutil.Scheme()})
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx := context.Background()
+	if create, err = perWrite(ctx, cfg, writers*creates, func(w int) error {
+		for k := range creates {
+			t := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("t%02d-%02d", w, k)},
+				Spec: v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "echo hello"}}
+			if err := c.Create(ctx, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	patch, err = perWrite(ctx, cfg, writers*patches, func(w int) error {
+		t := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("t%02d-00", w)}}
+		for k := range patches {
+			p := fmt.Sprintf(`{"status":{"attempts":%d,"lastError":"attempt %d failed"}}`, k+1, k+1)
+			if err := c.Status().Patch(ctx, t, client.RawPatch(types.MergePatchType, []byte(p))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return create, patch, err
+}
+
+// perWrite runs write in writers goroutines and returns the API server's
+// CPU per write, in milliseconds (n writes in all).
+func perWrite(ctx context.Context, cfg *rest.Config, n int, write func(w int) error) (float64, error) {
+	before, err := apiserverCPU(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			if err := write(w); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	after, err := apiserverCPU(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	return (after - before) * 1000 / float64(n), nil
+}
+
+// apiserverCPU reads the API server's process_cpu_seconds_total.
+func apiserverCPU(ctx context.Context, cfg *rest.Config) (float64, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("no process_cpu_seconds_total in the API server's /metrics")
+}
+
+// crdsWithoutRules writes the repository's CRDs to dir with every
+// x-kubernetes-validations removed.
+func crdsWithoutRules(dir string) (string, error) {
+	src := filepath.Join(testutil.RepoRoot(), "config", "crd", "bases")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(raw, &crd); err != nil {
+			return "", fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		for i := range crd.Spec.Versions {
+			if s := crd.Spec.Versions[i].Schema; s != nil && s.OpenAPIV3Schema != nil {
+				stripRules(s.OpenAPIV3Schema)
+			}
+		}
+		out, err := yaml.Marshal(&crd)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), out, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+func stripRules(s *apiextensionsv1.JSONSchemaProps) {
+	s.XValidations = nil
+	for k, p := range s.Properties {
+		stripRules(&p)
+		s.Properties[k] = p
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		stripRules(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		stripRules(s.AdditionalProperties.Schema)
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Sorted(slices.Values(v))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
