@@ -44,8 +44,9 @@ const (
 var rounds = flag.Int("rounds", 5, "rounds, each on both API servers in turn")
 
 // BenchmarkRulesPerStatusWrite prints, for the Task CRD as shipped and
-// without its rules (the baseline), the API server's CPU per status patch
-// (median of the rounds) and their ratio. Run it once:
+// without its rules (the baseline), the API server's CPU per Task create
+// and per status patch (medians of the rounds) and their ratios; it
+// reports the status patch's. Run it once (make bench-rules):
 // go test ./test/rulecost -run '^$' -bench . -benchtime 1x.
 func BenchmarkRulesPerStatusWrite(b *testing.B) {
 	bare, err := crdsWithoutRules(b.TempDir())
