@@ -185,7 +185,7 @@ bench: ## Benchmarks on a local control plane, with ratios to baselines measured
 	go run ./test/bench -n $(BENCH_N) -profile $(BENCH_ARGS)
 
 .PHONY: bench-rules
-bench-rules: ## What the Task CRD's validation rules cost the API server per status write, against the same CRD without them (test/rulecost; about 3 min).
+bench-rules: ## What the Task CRD's validation rules cost the API server per Task create and status write, against the same CRD without them (test/rulecost; about 3 min).
 	KUBEBUILDER_ASSETS=$$(hack/k8s-binaries.sh etcd kube-apiserver) go test ./test/rulecost -run '^$$' -bench . -benchtime 1x -count=1
 
 SCALE_N ?= 10000

@@ -33,10 +33,10 @@ func TestPercentileAndMedian(t *testing.T) {
 			t.Errorf("percentile(%v) = %v, want %v", c.p, got, c.want)
 		}
 	}
-	if got := median(xs); got != 5.5 {
+	if got := harness.Median(xs); got != 5.5 {
 		t.Errorf("median = %v, want 5.5", got)
 	}
-	if !math.IsNaN(percentile(nil, 50)) || !math.IsNaN(median(nil)) {
+	if !math.IsNaN(percentile(nil, 50)) || !math.IsNaN(harness.Median(nil)) {
 		t.Error("percentile and median of nothing should be NaN")
 	}
 	if got := spread([]float64{2, 1, 3}, "s"); got != "2 s [1-3]" {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // Memory: the operator's RSS and Go heap at 0, N and 5N finished Tasks.
@@ -101,7 +103,7 @@ func measureMemory(ctx context.Context, o *options, op *operator, tr *tracker, l
 		time.Sleep(time.Second)
 	}
 	_, _, _, p.jobs, _ = tr.counts()
-	p.rss, p.heap = median(rss), median(heap)
+	p.rss, p.heap = harness.Median(rss), harness.Median(heap)
 	body, err := op.get(ctx, op.MetricsURL())
 	if err != nil {
 		return p, err

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/taskops/task-operator/test/harness"
 )
 
 type repeatResult struct {
@@ -150,7 +152,7 @@ func verdict(xs []float64, b bound) string {
 		return "n/a"
 	}
 	switch w := b.worst(vals); {
-	case !b.keeps(median(vals), 1):
+	case !b.keeps(harness.Median(vals), 1):
 		return "MISSED"
 	case !b.keeps(w, worstSlack):
 		return "MISSED (worst repeat " + fmtNum(w) + ")"
@@ -184,7 +186,7 @@ func floorVerdict(floor, op []float64, target float64) string {
 	if lo, _ := minMax(m); lo > target {
 		return fmt.Sprintf("above %s in every repeat: the row's floor", fmtNum(target))
 	}
-	if median(m) > target {
+	if harness.Median(m) > target {
 		return fmt.Sprintf("above %s (median)", fmtNum(target))
 	}
 	return "under " + fmtNum(target)
@@ -200,7 +202,7 @@ func verdictVs1(xs []float64, less bool) string {
 	}
 	v := verdict(xs, b)
 	if v == "MISSED" {
-		if m := median(measured(xs)); m >= 0.98 && m <= 1.02 {
+		if m := harness.Median(measured(xs)); m >= 0.98 && m <= 1.02 {
 			return "MISSED (tie)"
 		}
 	}
@@ -291,7 +293,7 @@ func (rs *results) renderLimit(add adder) {
 		for _, c := range r.cron {
 			xs = append(xs, c.b0.t0)
 		}
-		return median(xs)
+		return harness.Median(xs)
 	})
 	if anyValue(t0Burst) {
 		add("limit (B0)", fmt.Sprintf("T0: %d Jobs created, cluster of the burst session (KCM %d/%d)", n, o.fastQPS, o.fastBurst), secs(t0Burst), "")
@@ -728,7 +730,7 @@ func (rs *results) renderQueue(add adder) {
 		})
 	}
 	if par := qf(func(q *queueResult) float64 { return float64(q.parallel) }); anyValue(par) {
-		p := int(median(par))
+		p := int(harness.Median(par))
 		thr := qf(func(q *queueResult) float64 { return q.queued / q.baseline() })
 		add("queue", fmt.Sprintf("%d Tasks in one TaskQueue of maxRunning %d, pods ~%s s: attempts completed per second", n, p, queuePodSeconds), spread(qf(func(q *queueResult) float64 { return q.queued }), "/s"), "")
 		add("queue", fmt.Sprintf("  baseline: no queue, a load generator keeping %d attempts running, before the queued run / after it", p), spread(qf(func(q *queueResult) float64 { return q.unqueued }), "/s")+" / "+spread(qf(func(q *queueResult) float64 { return q.unqueuedAfter }), "/s"), "")

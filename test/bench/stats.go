@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // percentile is the nearest-rank percentile (0 < p <= 100) of xs; NaN for none.
@@ -18,20 +20,6 @@ func percentile(xs []float64, p float64) float64 {
 	rank := int(math.Ceil(p / 100 * float64(len(s))))
 	rank = min(max(rank, 1), len(s))
 	return s[rank-1]
-}
-
-// median of xs (the mean of the middle two for an even count); NaN for none.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // measured are the figures of the repeats that measured one (NaN: a
@@ -98,7 +86,7 @@ func spreadWith(xs []float64, unit string, fmtNum func(float64) string) string {
 	if len(vals) == 0 {
 		return "n/a"
 	}
-	m := median(vals)
+	m := harness.Median(vals)
 	if len(vals) == 1 {
 		return fmtNum(m) + unit
 	}

@@ -15,6 +15,7 @@
 //     monitor (attempts and history never move backwards);
 //   - namespace.go: how far a namespace deletion got;
 //   - metrics.go: Prometheus scrapes, parsed with expfmt;
+//   - stats.go: the median the benchmarks read their repeats by;
 //   - tasks.go: reading Tasks, Jobs and pods; the kwok simulation
 //     annotations.
 //

@@ -4,6 +4,7 @@
 // object, and the operator writes a Task's status about three times per
 // run. It is a benchmark, not a test (`make bench-rules`): it starts a
 // kube-apiserver with the CRD as shipped and one with the same CRD
-// without its rules, in turns, sends each the same status patches, and
-// prints the API server's CPU per patch for both and their ratio.
+// without its rules, in turns, sends each the same creates and status
+// patches, and prints the API server's CPU per create and per patch for
+// both and their ratios.
 package rulecost

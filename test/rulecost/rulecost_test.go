@@ -1,15 +1,13 @@
 package rulecost
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
 	"github.com/taskops/task-operator/internal/testutil"
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // The load of a round: writers goroutines, each creating creates Tasks
@@ -49,11 +47,11 @@ var rounds = flag.Int("rounds", 5, "rounds, each on both API servers in turn")
 // reports the status patch's. Run it once (make bench-rules):
 // go test ./test/rulecost -run '^$' -bench . -benchtime 1x.
 func BenchmarkRulesPerStatusWrite(b *testing.B) {
-	bare, err := crdsWithoutRules(b.TempDir())
+	shipped := filepath.Join(testutil.RepoRoot(), "config", "crd", "bases")
+	bare, err := crdsWithoutRules(shipped, b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	shipped := filepath.Join(testutil.RepoRoot(), "config", "crd", "bases")
 	for i := 0; i < b.N; i++ {
 		var without, with costs
 		for range *rounds {
@@ -72,12 +70,12 @@ func BenchmarkRulesPerStatusWrite(b *testing.B) {
 			name          string
 			with, without []float64
 		}{{"create", with.create, without.create}, {"status patch", with.patch, without.patch}} {
-			a, z := median(w.with), median(w.without)
+			a, z := harness.Median(w.with), harness.Median(w.without)
 			fmt.Printf("API server CPU per Task %s: %.3f ms with the CRD's rules %s, %.3f ms without them %s: %.2f x\n",
 				w.name, a, ms(w.with), z, ms(w.without), a/z)
 		}
-		b.ReportMetric(median(with.patch), "apiserver-ms/patch")
-		b.ReportMetric(median(with.patch)/median(without.patch), "x-without-rules")
+		b.ReportMetric(harness.Median(with.patch), "apiserver-ms/patch")
+		b.ReportMetric(harness.Median(with.patch)/harness.Median(without.patch), "x-without-rules")
 	}
 }
 
@@ -112,8 +110,12 @@ func cpuPerWrite(dir string) (create, patch float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return 0, 0, err
+	}
 	ctx := context.Background()
-	if create, err = perWrite(ctx, cfg, writers*creates, func(w int) error {
+	if create, err = perWrite(ctx, cs, writers*creates, func(w int) error {
 		for k := range creates {
 			t := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("t%02d-%02d", w, k)},
 				Spec: v1alpha1.TaskSpec{Type: v1alpha1.TaskTypeShell, Shell: "echo hello"}}
@@ -125,7 +127,7 @@ func cpuPerWrite(dir string) (create, patch float64, err error) {
 	}); err != nil {
 		return 0, 0, err
 	}
-	patch, err = perWrite(ctx, cfg, writers*patches, func(w int) error {
+	patch, err = perWrite(ctx, cs, writers*patches, func(w int) error {
 		t := &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("t%02d-00", w)}}
 		for k := range patches {
 			p := fmt.Sprintf(`{"status":{"attempts":%d,"lastError":"attempt %d failed"}}`, k+1, k+1)
@@ -140,8 +142,8 @@ func cpuPerWrite(dir string) (create, patch float64, err error) {
 
 // perWrite runs write in writers goroutines and returns the API server's
 // CPU per write, in milliseconds (n writes in all).
-func perWrite(ctx context.Context, cfg *rest.Config, n int, write func(w int) error) (float64, error) {
-	before, err := apiserverCPU(ctx, cfg)
+func perWrite(ctx context.Context, cs kubernetes.Interface, n int, write func(w int) error) (float64, error) {
+	before, err := apiserverCPU(ctx, cs)
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +161,7 @@ func perWrite(ctx context.Context, cfg *rest.Config, n int, write func(w int) er
 	if err := <-errs; err != nil {
 		return 0, err
 	}
-	after, err := apiserverCPU(ctx, cfg)
+	after, err := apiserverCPU(ctx, cs)
 	if err != nil {
 		return 0, err
 	}
@@ -167,31 +169,27 @@ func perWrite(ctx context.Context, cfg *rest.Config, n int, write func(w int) er
 }
 
 // apiserverCPU reads the API server's process_cpu_seconds_total.
-func apiserverCPU(ctx context.Context, cfg *rest.Config) (float64, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return 0, err
-	}
+func apiserverCPU(ctx context.Context, cs kubernetes.Interface) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return 0, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_cpu_seconds_total "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
+	m, err := harness.ParseMetrics(bytes.NewReader(body))
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("no process_cpu_seconds_total in the API server's /metrics")
+	v := m.Value("process_cpu_seconds_total")
+	if math.IsNaN(v) {
+		return 0, fmt.Errorf("no process_cpu_seconds_total in the API server's /metrics")
+	}
+	return v, nil
 }
 
-// crdsWithoutRules writes the repository's CRDs to dir with every
+// crdsWithoutRules writes the CRDs of src to dir with every
 // x-kubernetes-validations removed.
-func crdsWithoutRules(dir string) (string, error) {
-	src := filepath.Join(testutil.RepoRoot(), "config", "crd", "bases")
+func crdsWithoutRules(src, dir string) (string, error) {
 	entries, err := os.ReadDir(src)
 	if err != nil {
 		return "", err
@@ -233,12 +231,4 @@ func stripRules(s *apiextensionsv1.JSONSchemaProps) {
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		stripRules(s.AdditionalProperties.Schema)
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
