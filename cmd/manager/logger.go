@@ -32,7 +32,8 @@ func newLogger(level, format string) (*zap.Logger, error) {
 // when the logger writes. controller-runtime gives every reconcile a logger
 // of its own (controller, namespace, name, reconcileID), and zap's With
 // encodes those fields into a new buffer at once: garbage for every pass,
-// though a pass almost never logs (docs/performance.md, the scale row).
+// though a pass almost never logs (docs/performance-history.md, "Lazy
+// loggers and the Jobs read in place").
 // Each With starts one zapcore.NewLazyWith over the base core with all
 // the fields so far, so loggers made from loggers stay lazy too (a lazy
 // core's own With would encode its parent's).

@@ -58,6 +58,7 @@
 // The figures that justified them (the burst's Job finished to Task Ready
 // p99, 17.1 s with one priority for every Job event and 1.61 s with the
 // finish priority; the pre-created burst's start to 1000th Job, 13.6 x T0
-// before new Tasks went at start priority) and the runs with the switch
-// off are in docs/performance.md.
+// before new Tasks went at start priority) are in
+// docs/performance-history.md; the suites run with the switch off are in
+// docs/development.md.
 package fastpath

@@ -32,7 +32,7 @@ import (
 // retry, a notification), while the record of a Job just created only
 // shows what already runs. In a burst, without it a finished Job's pass
 // queued behind the records of every Job created before it (the figures:
-// docs/performance.md); and a Task whose Job finishes before
+// docs/performance-history.md); and a Task whose Job finishes before
 // its creation was recorded gets one status write for both, since the
 // queue keeps one item per Task at the higher priority.
 //

@@ -29,7 +29,8 @@ const ownerBucketIndex = "taskops.io/namespace-owner-bucket"
 // the list's items (a Job's struct is over a KiB): with a thousand Jobs in
 // a namespace that was four Jobs copied per pass for the one it wanted,
 // and forty with ten thousand, the only part of a pass growing with the
-// cluster (docs/performance.md). The index keys the namespace with the
+// cluster (docs/performance-history.md, "Lazy loggers and the Jobs read in
+// place"). The index keys the namespace with the
 // bucket, once per Job (a field index keeps a cluster-wide key too).
 //
 // A cache limited to some namespaces (--namespaces) has an informer per

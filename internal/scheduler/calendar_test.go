@@ -180,7 +180,8 @@ func TestSkipDates(t *testing.T) {
 }
 
 // Each pass of a cron Task needs its schedule: parsing builds tables, the
-// cache shares them (figures in docs/performance.md).
+// cache shares them (figures in docs/performance-history.md, "Parsed
+// schedules are shared").
 func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, err := Parse("30 2 * * 1-5", "Europe/Berlin"); err != nil {

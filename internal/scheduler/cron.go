@@ -113,7 +113,7 @@ func (s Slots) Wake() time.Time {
 
 // MinEvery is the shortest "@every" duration accepted. Every slot is a
 // Job, a pod and a status write; a Job takes 2.5-5 s from creation to
-// its end on a real node (docs/performance.md), so a shorter period only
+// its end on the local cluster's real node, so a shorter period only
 // piles up runs (Allow) or skips slots (Forbid), and lets one Task keep
 // the operator and the API server busy for everyone. CronJob's minimum is
 // a minute; five seconds keeps demos and test loops possible.

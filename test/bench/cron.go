@@ -402,7 +402,7 @@ func followLives(ctx context.Context, o *options, cl *cluster, op *operator, tr 
 // started within the slot period. The operator's skew is then read
 // against a bound from the same cluster, minutes apart, as the burst's
 // oracle: an oracle on a cluster of its own carried the variance of two
-// clusters (docs/performance.md, cron skew). It cleans up as
+// clusters (README.md, the cron scenario). It cleans up as
 // runOracleBurst does.
 func oracleCronSlot(ctx context.Context, o *options, cl *cluster, t0 float64) ([]float64, error) {
 	if err := cl.ensureNamespace(ctx, oracleNamespace); err != nil {

@@ -391,7 +391,7 @@ func (rs *results) renderBurst(add adder) {
 			// Memory has a fixed part (buffers, workers) that a growth from
 			// the floor's start includes: at N=100 it dominates, so these
 			// are context, and the memory rows' floor is the slope between
-			// two N (docs/performance.md).
+			// two N (test/bench/README.md).
 			fh := ff(func(_ *burstResult, f *floorResult) float64 { return f.heap })
 			add("burst", "  floor's live heap growth with the finished Tasks and their Jobs in its caches, fixed part included, per 1000 Tasks (context)", spread(fh, "MiB"), "")
 			fr := ff(func(_ *burstResult, f *floorResult) float64 { return f.rss })
