@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -138,11 +137,7 @@ func (c *cluster) ensureNamespace(ctx context.Context, name string) error {
 
 // apiMetrics scrapes the API server's /metrics.
 func (c *cluster) apiMetrics(ctx context.Context) (metrics, error) {
-	raw, err := c.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("scraping the API server's /metrics: %w", err)
-	}
-	return harness.ParseMetrics(bytes.NewReader(raw))
+	return harness.APIServerMetrics(ctx, c.cs.Discovery().RESTClient())
 }
 
 func (c *cluster) serverVersion() string {

@@ -14,7 +14,8 @@
 //     including Jobs that were created and deleted in between) and a status
 //     monitor (attempts and history never move backwards);
 //   - namespace.go: how far a namespace deletion got;
-//   - metrics.go: Prometheus scrapes, parsed with expfmt;
+//   - metrics.go: Prometheus scrapes (the API server's own too), parsed
+//     with expfmt;
 //   - stats.go: the median the benchmarks read their repeats by;
 //   - tasks.go: reading Tasks, Jobs and pods; the kwok simulation
 //     annotations.

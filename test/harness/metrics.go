@@ -1,6 +1,9 @@
 package harness
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -9,7 +12,18 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
 )
+
+// APIServerMetrics scrapes the API server's own /metrics through c (a
+// clientset's REST client) and parses it.
+func APIServerMetrics(ctx context.Context, c rest.Interface) (Metrics, error) {
+	raw, err := c.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's /metrics: %w", err)
+	}
+	return ParseMetrics(bytes.NewReader(raw))
+}
 
 // Sample is one sample of a Prometheus scrape: a histogram or summary
 // gives its _sum and _count (and _bucket / quantile) samples, as the text

@@ -3,7 +3,6 @@
 package reliability
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -93,15 +92,11 @@ func fmtCounts(m map[string]float64) string {
 // apiserverWrites reads the API server's apiserver_request_total and
 // returns the write requests by "resource[/subresource] VERB".
 func apiserverWrites(ctx context.Context) (map[string]float64, error) {
-	b, err := s.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	m, err := harness.APIServerMetrics(ctx, s.cs.CoreV1().RESTClient())
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
-	m, err := harness.ParseMetrics(bytes.NewReader(b))
-	if err != nil {
-		return nil, err
-	}
 	for _, smp := range m.Samples("apiserver_request_total") {
 		v := smp.Labels["verb"]
 		switch v {

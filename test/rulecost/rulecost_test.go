@@ -1,7 +1,6 @@
 package rulecost
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -172,11 +171,7 @@ func perWrite(ctx context.Context, cs kubernetes.Interface, n int, write func(w 
 func apiserverCPU(ctx context.Context, cs kubernetes.Interface) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return 0, err
-	}
-	m, err := harness.ParseMetrics(bytes.NewReader(body))
+	m, err := harness.APIServerMetrics(ctx, cs.CoreV1().RESTClient())
 	if err != nil {
 		return 0, err
 	}
