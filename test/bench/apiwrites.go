@@ -7,24 +7,16 @@ import (
 // metrics is a parsed scrape (harness.ParseMetrics, on expfmt).
 type metrics = harness.Metrics
 
-// writeVerbs are the API server's request verbs that change something.
-var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
-
 // resKey names an API resource the way the write tables do: "jobs",
 // "tasks/status", "events" (both event APIs together).
-func resKey(resource, subresource string) string {
-	if subresource == "" {
-		return resource
-	}
-	return resource + "/" + subresource
-}
+var resKey = harness.ResourceKey
 
 // apiWrites is the API server's count of write requests by resource key
 // (apiserver_request_total, every response code).
 func apiWrites(m metrics) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range m {
-		if s.Name != "apiserver_request_total" || !writeVerbs[s.Labels["verb"]] {
+		if s.Name != "apiserver_request_total" || !harness.IsWriteVerb(s.Labels["verb"]) {
 			continue
 		}
 		out[resKey(s.Labels["resource"], s.Labels["subresource"])] += s.Value
@@ -36,7 +28,7 @@ func apiWrites(m metrics) map[string]float64 {
 func apiConflicts(m metrics) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range m {
-		if s.Name == "apiserver_request_total" && writeVerbs[s.Labels["verb"]] && s.Labels["code"] == "409" {
+		if s.Name == "apiserver_request_total" && harness.IsWriteVerb(s.Labels["verb"]) && s.Labels["code"] == "409" {
 			out[resKey(s.Labels["resource"], s.Labels["subresource"])] += s.Value
 		}
 	}

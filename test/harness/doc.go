@@ -16,6 +16,8 @@
 //   - namespace.go: how far a namespace deletion got;
 //   - metrics.go: Prometheus scrapes (the API server's own too), parsed
 //     with expfmt;
+//   - apiwrites.go: which API server requests are writes, and the
+//     resource keys the write tables count them by;
 //   - stats.go: the median the benchmarks read their repeats by;
 //   - tasks.go: reading Tasks, Jobs and pods; the kwok simulation
 //     annotations.

@@ -98,17 +98,9 @@ func apiserverWrites(ctx context.Context) (map[string]float64, error) {
 	}
 	out := map[string]float64{}
 	for _, smp := range m.Samples("apiserver_request_total") {
-		v := smp.Labels["verb"]
-		switch v {
-		case "POST", "PUT", "PATCH", "DELETE", "APPLY", "CREATE", "UPDATE", "DELETECOLLECTION":
-		default:
-			continue
+		if v := smp.Labels["verb"]; harness.IsWriteVerb(v) {
+			out[harness.ResourceKey(smp.Labels["resource"], smp.Labels["subresource"])+" "+v] += smp.Value
 		}
-		r := smp.Labels["resource"]
-		if sub := smp.Labels["subresource"]; sub != "" {
-			r += "/" + sub
-		}
-		out[r+" "+v] += smp.Value
 	}
 	return out, nil
 }
