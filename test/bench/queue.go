@@ -83,6 +83,9 @@ type queueResult struct {
 	// steady.n more completions from when every Task's place in line had
 	// been written.
 	steady steadyWindow
+	// kwok is the simulated kubelet's pace (kwokpace.go) over the pods
+	// bound from the first create to the until-th completion.
+	kwok kwokPace
 }
 
 // steadyWindow is a long line measured at its length with its arrival
@@ -103,6 +106,8 @@ type steadyWindow struct {
 	// from, to: the window (from zero: not measured). It is read against
 	// queueResult.baseline.
 	from, to time.Time
+	// kwok: the simulated kubelet's pace over the window's pods.
+	kwok kwokPace
 }
 
 // baseline is the un-queued rate the queued run is read against: the
@@ -268,7 +273,8 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 	if err := tr.waitFor(ctx, o, fmt.Sprintf("%d queued Jobs complete", until), o.timeout(10*time.Minute), func(_, _, _, _, complete int) bool { return complete >= until }); err != nil {
 		return err
 	}
-	res.queued = float64(until) / time.Since(start).Seconds()
+	firstEnd := time.Now()
+	res.queued = float64(until) / firstEnd.Sub(start).Seconds()
 	if twoWindows {
 		if err := measureSteady(ctx, o, tr, start, res); err != nil {
 			return err
@@ -302,6 +308,7 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		o.logf("  %s: %v", label, err) // evidence for a look, not a figure: the run goes on
 	}
 	res.maxActive, res.admit = activeAndAdmission(jobs, res.parallel)
+	readKwokPace(o, cl, ns, label, start, firstEnd, until, res)
 	if !res.steady.from.IsZero() {
 		res.steady.admit = admissionsBetween(jobs, res.parallel, res.steady.from, res.steady.to)
 		o.logf("queue: with every Task in line (%.1f s after the first create, %d waiting): %.1f attempts/s over %d completions (%.2f x un-queued before the line), admission p50 %.3f s p99 %.3f s",
@@ -318,6 +325,26 @@ func runQueued(ctx context.Context, o *options, cl *cluster, op *operator, ns st
 		n, until, res.parallel, res.queued, res.unqueued, res.queued/res.unqueued, res.queuedReady, res.maxActive, percentile(res.admit, 50), percentile(res.admit, 99), percentile(res.admitToJob, 99),
 		res.inversions, res.inversionsNear, inversionGrace/10, res.writes.total()/float64(n), res.writes.breakdown(float64(n)), res.writes.events/float64(n), res.eventsDropped, res.passDescription())
 	return nil
+}
+
+// readKwokPace reads the simulated kubelet's pace (kwokpace.go) in the
+// run's windows from the audit log: context for the figures that follow
+// the Jobs' completions. Without an audit log it stays not known.
+func readKwokPace(o *options, cl *cluster, ns, label string, start, firstEnd time.Time, until int, res *queueResult) {
+	if cl.audit == "" {
+		return
+	}
+	k, err := readKwokPodsFile(cl.audit, ns)
+	if err != nil {
+		o.logf("  %s: reading kwok's pace: %v", label, err) // context, not a figure: the run goes on
+		return
+	}
+	res.kwok = k.pace(start, firstEnd)
+	o.logf("%s: kwok, first create to the %d-th completion: %s", label, until, res.kwok)
+	if w := &res.steady; !w.from.IsZero() {
+		w.kwok = k.pace(w.from, w.to)
+		o.logf("%s: kwok, every Task in line: %s", label, w.kwok)
+	}
 }
 
 // measureSteady measures a long line's second window (res.steady): it

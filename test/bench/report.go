@@ -742,6 +742,7 @@ func (rs *results) renderQueue(add adder) {
 		add("queue", "  admission latency p50 (a place frees to the next Job)", secs(qf(func(q *queueResult) float64 { return percentile(q.admit, 50) })), "")
 		add("queue", "  admission latency p99 (target <= 1 s)", secs(p99), verdict(p99, atMostOf(1)))
 		add("queue", "  admitted (the queue's record) to the Job created, p99", secs(qf(func(q *queueResult) float64 { return percentile(q.admitToJob, 99) })), "")
+		add("queue", "  (context) "+kwokRowName, kwokRowBy(qf, func(q *queueResult) kwokPace { return q.kwok }), "")
 		inv := qf(func(q *queueResult) float64 { return float64(q.inversions) })
 		add("queue", fmt.Sprintf("  priority inversions (a lower priority admitted while a higher one waited > %s)", inversionGrace), spread(inv, ""), "0: "+verdict(inv, atMostOf(0)))
 		add("queue", fmt.Sprintf("    the same within %s (the operator's watch lags the benchmark's)", inversionGrace/10), spread(qf(func(q *queueResult) float64 { return float64(q.inversionsNear) }), ""), "")

@@ -587,27 +587,7 @@ func (rs *results) renderScale(add adder) {
 			return ratio(r.big.perAdmitted(r.big.pass.bytes), r.small.perAdmitted(r.small.pass.bytes))
 		})
 		add(scen, "  bytes allocated per admitted attempt, long line / short", spread(allocA, "x")+fmt.Sprintf(" (%s KiB / %s KiB)", fmtNum(last.big.perAdmitted(last.big.pass.bytes)/1024), fmtNum(last.small.perAdmitted(last.small.pass.bytes)/1024)), atMost(allocA, 2))
-		p99 := sf(func(r *scaleResult) float64 { return percentile(r.big.admit, 99) })
-		thr := sf(func(r *scaleResult) float64 { return r.big.queued / r.big.unqueued })
-		if w := last.big.steady; !w.from.IsZero() {
-			// The line at its length: every Task's place in line written,
-			// the arrival over. The first window is then context: its one
-			// Queued write per Task (the contract's) goes out while its
-			// completions run.
-			sp99 := sf(func(r *scaleResult) float64 { return percentile(r.big.steady.admit, 99) })
-			add(scen, fmt.Sprintf("  %d queued Tasks, every one in line (%d waiting), the next %d completions: admission latency p99", last.big.n, w.waiting, w.n), spread(sp99, "s"), atMost(sp99, 1))
-			sthr := sf(func(r *scaleResult) float64 { return ratio(r.big.steady.queued, r.big.baseline()) })
-			base := fmtNum(last.big.unqueued)
-			if last.big.unqueuedAfter > 0 {
-				base = fmt.Sprintf("%s, the mean of %s before the lines and %s after this window beside its Tasks", fmtNum(last.big.baseline()), fmtNum(last.big.unqueued), fmtNum(last.big.unqueuedAfter))
-			}
-			add(scen, fmt.Sprintf("  the same: queued / un-queued attempts per second (%s / %s)", fmtNum(w.queued), base), spread(sthr, "x"), ">= 0.8: "+verdict(sthr, atLeastOf(0.8)))
-			add(scen, fmt.Sprintf("  (context) the arrival, first create to the %d-th completion, the places in line written meanwhile (the last %s s after the first create): admission latency p99", last.big.until, fmtNum(w.lineWritten)), spread(p99, "s"), "")
-			add(scen, fmt.Sprintf("  (context) the arrival: queued / un-queued attempts per second (%s / %s)", fmtNum(last.big.queued), fmtNum(last.big.unqueued)), spread(thr, "x"), "")
-		} else {
-			add(scen, fmt.Sprintf("  %d queued Tasks, the first %d completions: admission latency p99", last.big.n, last.big.until), spread(p99, "s"), atMost(p99, 1))
-			add(scen, fmt.Sprintf("  queued / un-queued attempts per second (%s / %s)", fmtNum(last.big.queued), fmtNum(last.big.unqueued)), spread(thr, "x"), ">= 0.8: "+verdict(thr, atLeastOf(0.8)))
-		}
+		renderLongLine(add, sf, last.big)
 		inv := sf(func(r *scaleResult) float64 { return float64(r.big.inversions) })
 		add(scen, "  priority inversions", spread(inv, ""), "0: "+verdict(inv, atMostOf(0)))
 		most := sf(func(r *scaleResult) float64 { return float64(r.big.maxActive) })
@@ -621,5 +601,36 @@ func (rs *results) renderScale(add adder) {
 	if last.restartTasks > 0 {
 		add(scen, fmt.Sprintf("one metrics scrape with %d Tasks: size / per-Task series", last.scrape.tasks),
 			spread(sf(func(r *scaleResult) float64 { return r.scrape.scrape / 1024 }), "KiB")+" / "+spread(sf(func(r *scaleResult) float64 { return r.scrape.taskSeries }), ""), "")
+	}
+}
+
+// renderLongLine adds the long line's admission and throughput rows: the
+// line at its length (every Task in line) with the targets, its arrival
+// as context, and kwok's pace in each window. The figures are over the
+// repeats (sf); big, the last repeat's long line, names them.
+func renderLongLine(add adder, sf func(func(*scaleResult) float64) []float64, big *queueResult) {
+	const scen = "scale"
+	p99 := sf(func(r *scaleResult) float64 { return percentile(r.big.admit, 99) })
+	thr := sf(func(r *scaleResult) float64 { return r.big.queued / r.big.unqueued })
+	if w := big.steady; !w.from.IsZero() {
+		// The line at its length: every Task's place in line written,
+		// the arrival over. The first window is then context: its one
+		// Queued write per Task (the contract's) goes out while its
+		// completions run.
+		sp99 := sf(func(r *scaleResult) float64 { return percentile(r.big.steady.admit, 99) })
+		add(scen, fmt.Sprintf("  %d queued Tasks, every one in line (%d waiting), the next %d completions: admission latency p99", big.n, w.waiting, w.n), spread(sp99, "s"), atMost(sp99, 1))
+		sthr := sf(func(r *scaleResult) float64 { return ratio(r.big.steady.queued, r.big.baseline()) })
+		base := fmtNum(big.unqueued)
+		if big.unqueuedAfter > 0 {
+			base = fmt.Sprintf("%s, the mean of %s before the lines and %s after this window beside its Tasks", fmtNum(big.baseline()), fmtNum(big.unqueued), fmtNum(big.unqueuedAfter))
+		}
+		add(scen, fmt.Sprintf("  the same: queued / un-queued attempts per second (%s / %s)", fmtNum(w.queued), base), spread(sthr, "x"), ">= 0.8: "+verdict(sthr, atLeastOf(0.8)))
+		add(scen, "  (context) the same window, "+kwokRowName, kwokRowBy(sf, func(r *scaleResult) kwokPace { return r.big.steady.kwok }), "")
+		add(scen, fmt.Sprintf("  (context) the arrival, first create to the %d-th completion, the places in line written meanwhile (the last %s s after the first create): admission latency p99", big.until, fmtNum(w.lineWritten)), spread(p99, "s"), "")
+		add(scen, fmt.Sprintf("  (context) the arrival: queued / un-queued attempts per second (%s / %s)", fmtNum(big.queued), fmtNum(big.unqueued)), spread(thr, "x"), "")
+		add(scen, "  (context) the arrival, "+kwokRowName, kwokRowBy(sf, func(r *scaleResult) kwokPace { return r.big.kwok }), "")
+	} else {
+		add(scen, fmt.Sprintf("  %d queued Tasks, the first %d completions: admission latency p99", big.n, big.until), spread(p99, "s"), atMost(p99, 1))
+		add(scen, fmt.Sprintf("  queued / un-queued attempts per second (%s / %s)", fmtNum(big.queued), fmtNum(big.unqueued)), spread(thr, "x"), ">= 0.8: "+verdict(thr, atLeastOf(0.8)))
 	}
 }
