@@ -7,29 +7,23 @@ import (
 // metrics is a parsed scrape (harness.ParseMetrics, on expfmt).
 type metrics = harness.Metrics
 
-// resKey names an API resource the way the write tables do: "jobs",
-// "tasks/status", "events" (both event APIs together).
-var resKey = harness.ResourceKey
-
 // apiWrites is the API server's count of write requests by resource key
-// (apiserver_request_total, every response code).
+// (harness.ResourceKey; apiserver_request_total, every response code).
 func apiWrites(m metrics) map[string]float64 {
-	out := map[string]float64{}
-	for _, s := range m {
-		if s.Name != "apiserver_request_total" || !harness.IsWriteVerb(s.Labels["verb"]) {
-			continue
-		}
-		out[resKey(s.Labels["resource"], s.Labels["subresource"])] += s.Value
-	}
-	return out
+	return apiWritesWhere(m, func(string) bool { return true })
 }
 
 // apiConflicts is like apiWrites for the writes refused with 409 Conflict.
 func apiConflicts(m metrics) map[string]float64 {
+	return apiWritesWhere(m, func(code string) bool { return code == "409" })
+}
+
+// apiWritesWhere counts the write requests whose response code keep takes.
+func apiWritesWhere(m metrics, keep func(code string) bool) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range m {
-		if s.Name == "apiserver_request_total" && harness.IsWriteVerb(s.Labels["verb"]) && s.Labels["code"] == "409" {
-			out[resKey(s.Labels["resource"], s.Labels["subresource"])] += s.Value
+		if s.Name == "apiserver_request_total" && harness.IsWriteVerb(s.Labels["verb"]) && keep(s.Labels["code"]) {
+			out[harness.ResourceKey(s.Labels["resource"], s.Labels["subresource"])] += s.Value
 		}
 	}
 	return out

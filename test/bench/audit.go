@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // The API server's audit log, when the local cluster writes one (see the
@@ -82,7 +84,7 @@ const (
 )
 
 // auditCounts counts write requests received in [from, to) by actor and
-// resource key (see resKey), and the reads under readPrefix.
+// resource key (harness.ResourceKey), and the reads under readPrefix.
 type auditCounts map[actor]map[string]float64
 
 func countAudit(r io.Reader, from, to time.Time) (auditCounts, error) {
@@ -99,7 +101,7 @@ func countAudit(r io.Reader, from, to time.Time) (auditCounts, error) {
 		if out[a] == nil {
 			out[a] = map[string]float64{}
 		}
-		k := resKey(e.ObjectRef.Resource, e.ObjectRef.Subresource)
+		k := harness.ResourceKey(e.ObjectRef.Resource, e.ObjectRef.Subresource)
 		if read {
 			out[a][readPrefix+k]++
 			return
@@ -217,7 +219,7 @@ func (c createCost) or(x float64) float64 {
 // reactingAgents are the user agents of the components that act on a new
 // Job; the benchmark's own client, the operator and the API server are
 // not among them.
-var reactingAgents = []string{"kube-controller-manager/", "kube-scheduler/", "kwok/"}
+var reactingAgents = []string{"kube-controller-manager/", "kube-scheduler/", kwokUserAgentPrefix}
 
 // jobCreateCost reads the Job creates in namespace received in [from, to)
 // and the reacting writes received in the same window; not known when

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/taskops/task-operator/test/harness"
 )
 
 // cpuTimes are the machine's busy and total CPU time (clock ticks) from the
@@ -119,7 +121,7 @@ func diagnose(before, after writeSnap) string {
 			if s.Name != "apiserver_request_duration_seconds_sum" && s.Name != "apiserver_request_duration_seconds_count" {
 				continue
 			}
-			k := s.Labels["verb"] + " " + resKey(s.Labels["resource"], s.Labels["subresource"])
+			k := s.Labels["verb"] + " " + harness.ResourceKey(s.Labels["resource"], s.Labels["subresource"])
 			if byKind[k] == nil {
 				byKind[k] = &kind{key: k}
 			}
