@@ -37,7 +37,8 @@
 //     admission hands the Task to its controller at once, instead of both
 //     waiting for the cache's watch events (seconds, in a burst).
 //   - priorities (priority.go): one priority queue per controller in which
-//     admitted attempts go first, then new Tasks (a namespace within its
+//     admitted attempts go first, then Tasks woken for a line write's
+//     place (linewrites.go), then new Tasks (a namespace within its
 //     fair share ahead of the rest: internal/reconciler/fairness.go), then
 //     finished Jobs, then the other Job events; and a pass that created
 //     Jobs leaves its status write to the pass their events bring

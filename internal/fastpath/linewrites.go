@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/taskops/task-operator/api/v1alpha1"
@@ -25,7 +24,10 @@ import (
 // it would with the rest still on their way. A pass that finds every place
 // taken does not wait for one (a waiting worker is one the Job creates
 // lack): it ends without writing, its Task waits in the bound's own line,
-// and the place's release wakes the Task at the head (LineWakes). A later
+// and the place's release wakes the Task at the head (LineWakes), whose
+// pass goes before new Tasks' (LineWakePriority: while a flood arrives,
+// the line can be shorter than the places that free, and the next
+// admission then waits for this write). A later
 // write does not move a Task back in the queue's line: the place it
 // records is the attempt's own (status.queued's since: when it became
 // ready, for a new Task its creation), not the write's.
@@ -176,8 +178,9 @@ func (s *Shortcuts) wakeNextInLine(qk types.NamespacedName) {
 	}
 }
 
-// LineWakes is the source of the bound's wake-ups, at the priority of a
-// new Task's first pass, for the Task controller's builder.
+// LineWakes is the source of the bound's wake-ups, at LineWakePriority
+// (above new Tasks' first passes, behind admitted Tasks), for the Task
+// controller's builder.
 func (s *Shortcuts) LineWakes() source.Source {
-	return source.Channel(s.lineBound.wake, &handler.TypedEnqueueRequestForObject[*v1alpha1.Task]{})
+	return source.Channel(s.lineBound.wake, LineWakeHandler)
 }

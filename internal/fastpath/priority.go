@@ -36,11 +36,19 @@ import (
 // its creation was recorded gets one status write for both, since the
 // queue keeps one item per Task at the higher priority.
 //
+// A Task woken for a line write's place (LineWakePriority, linewrites.go)
+// goes next: the place is held for it from the wake-up, and while a flood
+// of new Tasks joins one queue the line may hold fewer Tasks than the
+// places that free, so that write is what the next admission waits for.
+// A queue has at most LineWrites such Tasks at once, so they cannot
+// starve other work.
+//
 // A new Task whose namespace has fewer than fairShare new Tasks waiting
 // goes before other starts (FairStartPriority, internal/reconciler/fairness.go), so one
 // namespace's flood cannot starve another's.
 const (
-	AdmitPriority     = 2
+	AdmitPriority     = 3
+	LineWakePriority  = 2
 	FairStartPriority = 1
 	StartPriority     = 0  // controller-runtime's default
 	FinishPriority    = -1 // a Job of the Task finished
@@ -118,6 +126,14 @@ func (q priorityQueueAt) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile
 		o.Priority = ptr.To(q.prio)
 	}
 	q.PriorityQueue.AddWithOpts(o, items...)
+}
+
+// LineWakeHandler enqueues the Tasks woken for a line write's place
+// (LineWakes) at LineWakePriority.
+var LineWakeHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
+	GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		AtPriority(q, LineWakePriority).Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+	},
 }
 
 // AdmittedHandler enqueues the Tasks the queue controller hands over

@@ -127,3 +127,35 @@ func taskMapper() meta.RESTMapper {
 	m.Add(v1alpha1.GroupVersion.WithKind("Task"), meta.RESTScopeNamespace)
 	return m
 }
+
+// The order of the starts: an admitted Task's pass (its place in the
+// queue held), then one woken for a line write's place (that place held,
+// and the next admission may wait for its write), then new Tasks (within
+// their namespace's fair share first), each added before the one ahead
+// of it.
+func TestAdmittedThenLineWakesThenNewTasks(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	req := func(name string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+	}
+	ctx := context.Background()
+	task := func(name string) event.TypedGenericEvent[*v1alpha1.Task] {
+		return event.TypedGenericEvent[*v1alpha1.Task]{Object: &v1alpha1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}}
+	}
+	q.Add(req("new"))
+	AtPriority(q, FairStartPriority).Add(req("fair"))
+	LineWakeHandler.Generic(ctx, task("woken"), q)
+	AdmittedHandler.Generic(ctx, task("admitted"), q)
+
+	for _, want := range []struct {
+		name string
+		prio int
+	}{{"admitted", AdmitPriority}, {"woken", LineWakePriority}, {"fair", FairStartPriority}, {"new", StartPriority}} {
+		got, prio, _ := q.GetWithPriority()
+		if got != req(want.name) || prio != want.prio {
+			t.Fatalf("out: %v at %d, want %s at %d", got, prio, want.name, want.prio)
+		}
+		q.Done(got)
+	}
+}
