@@ -130,18 +130,19 @@ func (q priorityQueueAt) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile
 
 // LineWakeHandler enqueues the Tasks woken for a line write's place
 // (LineWakes) at LineWakePriority.
-var LineWakeHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
-	GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		AtPriority(q, LineWakePriority).Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
-	},
-}
+var LineWakeHandler = wakeHandler(LineWakePriority)
 
 // AdmittedHandler enqueues the Tasks the queue controller hands over
-// (Shortcuts.HandAdmitted) at AdmitPriority.
-var AdmittedHandler = handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
-	GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		AddAdmitted(q, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
-	},
+// (Shortcuts.HandAdmitted) at AdmitPriority (AddAdmitted says why).
+var AdmittedHandler = wakeHandler(AdmitPriority)
+
+// wakeHandler enqueues the Tasks of a channel of wake-ups at prio.
+func wakeHandler(prio int) handler.TypedFuncs[*v1alpha1.Task, reconcile.Request] {
+	return handler.TypedFuncs[*v1alpha1.Task, reconcile.Request]{
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[*v1alpha1.Task], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			AtPriority(q, prio).Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+		},
+	}
 }
 
 // AddAdmitted enqueues a Task whose attempt was just admitted at
