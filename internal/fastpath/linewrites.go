@@ -24,13 +24,11 @@ import (
 // it would with the rest still on their way. A pass that finds every place
 // taken does not wait for one (a waiting worker is one the Job creates
 // lack): it ends without writing, its Task waits in the bound's own line,
-// and the place's release wakes the Task at the head (LineWakes), whose
-// pass goes before new Tasks' (LineWakePriority: while a flood arrives,
-// the line can be shorter than the places that free, and the next
-// admission then waits for this write). A later
-// write does not move a Task back in the queue's line: the place it
-// records is the attempt's own (status.queued's since: when it became
-// ready, for a new Task its creation), not the write's.
+// and the place's release wakes the Task at the head (LineWakes, at
+// LineWakePriority: priority.go says why). A later write does not move
+// a Task back in the queue's line: the place it records is the attempt's
+// own (status.queued's since: when it became ready, for a new Task its
+// creation), not the write's.
 //
 // The bound is per queue: a flood into one queue must not hold back the
 // Tasks of another, whose line writes may be all that stands between them
@@ -178,9 +176,8 @@ func (s *Shortcuts) wakeNextInLine(qk types.NamespacedName) {
 	}
 }
 
-// LineWakes is the source of the bound's wake-ups, at LineWakePriority
-// (above new Tasks' first passes, behind admitted Tasks), for the Task
-// controller's builder.
+// LineWakes is the source of the bound's wake-ups, at LineWakePriority,
+// for the Task controller's builder.
 func (s *Shortcuts) LineWakes() source.Source {
 	return source.Channel(s.lineBound.wake, LineWakeHandler)
 }
